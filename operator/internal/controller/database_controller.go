@@ -1,0 +1,709 @@
+/*
+Copyright 2026 The labctl authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	databasev1 "github.com/example/postgres-operator/api/v1"
+)
+
+// Database phases (status.phase).
+const (
+	PhasePending      = "Pending"
+	PhaseProvisioning = "Provisioning"
+	PhaseDeploying    = "Deploying"
+	PhaseReady        = "Ready"
+	PhaseFailed       = "Failed"
+)
+
+// Database condition types and reasons.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+
+	ReasonWaitingForBackup          = "WaitingForBackup"
+	ReasonCreating                  = "Creating"
+	ReasonScaling                   = "Scaling"
+	ReasonReconciliationComplete    = "ReconciliationComplete"
+	ReasonAllReplicasReady          = "AllReplicasReady"
+	ReasonReplicasNotReady          = "ReplicasNotReady"
+	ReasonSecretCreationFailed      = "SecretCreationFailed"
+	ReasonStatefulSetCreationFailed = "StatefulSetCreationFailed"
+	ReasonServiceCreationFailed     = "ServiceCreationFailed"
+	ReasonRetrying                  = "Retrying"
+)
+
+const (
+	postgresPort      = 5432
+	postgresContainer = "postgres"
+	dataVolumeName    = "data"
+	dataMountPath     = "/var/lib/postgresql/data"
+	pgDataPath        = "/var/lib/postgresql/data/pgdata"
+
+	// backupRefField indexes Databases by spec.backupRef.name, so a Backup event
+	// finds the Databases that wait for it.
+	backupRefField = "spec.backupRef.name"
+	// ownerNameField indexes Databases by the names of their owners
+	// (metadata.ownerReferences[*].name); findDatabasesByOwner queries it.
+	ownerNameField = ".metadata.ownerReferences.name"
+)
+
+// DatabaseReconciler reconciles a Database object
+type DatabaseReconciler struct {
+	client.Client
+	Scheme *runtime.Scheme
+	// Recorder emits Kubernetes events; nil disables them.
+	Recorder events.EventRecorder
+	// APIReader reads straight from the API server (mgr.GetAPIReader()). The
+	// update-with-retry path uses it so every attempt starts from the newest
+	// object, not from a cache that may still be behind. Nil falls back to Client.
+	APIReader client.Reader
+}
+
+// +kubebuilder:rbac:groups=database.example.com,resources=databases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=database.example.com,resources=databases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=database.example.com,resources=databases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=database.example.com,resources=backups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile moves a Database towards its desired state: credentials Secret,
+// StatefulSet and Service exist and match the spec, and the status tells how far
+// the rollout is. Every child is watched, so the loop never polls.
+func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	db := &databasev1.Database{}
+	if err := r.Get(ctx, req.NamespacedName, db); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !db.DeletionTimestamp.IsZero() {
+		// The children carry controller owner references: the garbage collector
+		// deletes them (the PVCs of the StatefulSet stay, as with any StatefulSet).
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileWithStateMachine(ctx, db)
+}
+
+// reconcileWithStateMachine runs the Database state machine:
+//
+//	Pending --(backupRef ready)--> Provisioning --(StatefulSet exists)--> Deploying
+//	Deploying --(readyReplicas == replicas)--> Ready --(replicas not ready)--> Deploying
+//	any --(child cannot be created or updated)--> Failed --(next attempt)--> ...
+//
+// Each pass ensures all children, then derives the phase from what it observed,
+// so a phase is never skipped because a watch event was missed.
+func (r *DatabaseReconciler) reconcileWithStateMachine(ctx context.Context, db *databasev1.Database) (ctrl.Result, error) {
+	log := logf.FromContext(ctx).WithValues("database", db.Name)
+	ctx = logf.IntoContext(ctx, log)
+	base := db.DeepCopy()
+
+	current := db.Status.Phase
+	if current == "" {
+		current = PhasePending
+	}
+
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.Name}, sts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	stsExists := err == nil
+
+	// Lab 8.2: with spec.backupRef the Database waits, before anything is
+	// provisioned, for the referenced Backup's BackupReady condition.
+	if !stsExists && (current == PhasePending || current == PhaseProvisioning) {
+		ready, message, err := r.checkBackupStatus(ctx, db)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ready {
+			if !isConditionReason(db, ConditionProgressing, ReasonWaitingForBackup) {
+				r.event(db, corev1.EventTypeNormal, ReasonWaitingForBackup, "Wait", "%s", message)
+			}
+			db.Status.Phase = PhasePending
+			db.Status.Ready = false
+			r.setCondition(db, ConditionProgressing, metav1.ConditionFalse, ReasonWaitingForBackup, message)
+			r.setCondition(db, ConditionReady, metav1.ConditionFalse, ReasonWaitingForBackup, message)
+			// No requeue: the Backup watch (see SetupWithManager) brings us back
+			// the moment the Backup changes.
+			return ctrl.Result{}, r.updateStatus(ctx, base, db)
+		}
+	}
+
+	if err := r.reconcileSecret(ctx, db); err != nil {
+		return r.fail(ctx, base, db, ReasonSecretCreationFailed, err)
+	}
+	sts, created, err := r.reconcileStatefulSet(ctx, db)
+	if err != nil {
+		return r.fail(ctx, base, db, ReasonStatefulSetCreationFailed, err)
+	}
+	if err := r.reconcileService(ctx, db); err != nil {
+		return r.fail(ctx, base, db, ReasonServiceCreationFailed, err)
+	}
+
+	desired := desiredReplicas(db)
+	ready := sts.Status.ReadyReplicas
+	readyMsg := fmt.Sprintf("%d/%d replicas ready", ready, desired)
+	db.Status.SecretName = secretName(db)
+	db.Status.Endpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", db.Name, db.Namespace, postgresPort)
+
+	switch {
+	case created:
+		db.Status.Phase = PhaseProvisioning
+		db.Status.Ready = false
+		r.setCondition(db, ConditionProgressing, metav1.ConditionTrue, ReasonCreating, "Creating StatefulSet "+sts.Name)
+		r.setCondition(db, ConditionReady, metav1.ConditionFalse, ReasonReplicasNotReady, readyMsg)
+		r.event(db, corev1.EventTypeNormal, "Created", "Create",
+			"Created Secret %s, StatefulSet %s and Service %s", secretName(db), db.Name, db.Name)
+	case ready == desired:
+		db.Status.Phase = PhaseReady
+		db.Status.Ready = true
+		r.setCondition(db, ConditionProgressing, metav1.ConditionFalse, ReasonReconciliationComplete, "Reconciliation complete")
+		r.setCondition(db, ConditionReady, metav1.ConditionTrue, ReasonAllReplicasReady, readyMsg)
+		if current != PhaseReady {
+			log.Info("Database is now READY!", "replicas", desired)
+			r.event(db, corev1.EventTypeNormal, "Ready", "Reconcile", "Database is ready: %s", readyMsg)
+		}
+	default:
+		reason := ReasonCreating
+		if current == PhaseReady || isConditionReason(db, ConditionProgressing, ReasonScaling) {
+			reason = ReasonScaling
+		}
+		db.Status.Phase = PhaseDeploying
+		db.Status.Ready = false
+		r.setCondition(db, ConditionProgressing, metav1.ConditionTrue, reason, "Waiting for replicas: "+readyMsg)
+		r.setCondition(db, ConditionReady, metav1.ConditionFalse, ReasonReplicasNotReady, readyMsg)
+	}
+	if current != db.Status.Phase {
+		log.Info(fmt.Sprintf("STATE TRANSITION: %s -> %s", current, db.Status.Phase))
+	}
+	// Readiness changes arrive through the StatefulSet watch (Owns): no requeue.
+	return ctrl.Result{}, r.updateStatus(ctx, base, db)
+}
+
+// fail records a failure to create or update a child and returns the error, so
+// the request is retried with backoff. Conflicts and cache lag are transient and
+// do not move the Database to Failed.
+func (r *DatabaseReconciler) fail(ctx context.Context, base, db *databasev1.Database, reason string, cause error) (ctrl.Result, error) {
+	if apierrors.IsConflict(cause) || apierrors.IsAlreadyExists(cause) {
+		return ctrl.Result{}, cause
+	}
+	logf.FromContext(ctx).Error(cause, "Reconciliation failed", "reason", reason)
+	r.event(db, corev1.EventTypeWarning, "CreateFailed", "Reconcile", "%s: %v", reason, cause)
+	db.Status.Phase = PhaseFailed
+	db.Status.Ready = false
+	r.setCondition(db, ConditionReady, metav1.ConditionFalse, reason, cause.Error())
+	r.setCondition(db, ConditionProgressing, metav1.ConditionTrue, ReasonRetrying, "Retrying after: "+cause.Error())
+	if err := r.updateStatus(ctx, base, db); err != nil {
+		logf.FromContext(ctx).Error(err, "Failed to record the failure in the status")
+	}
+	return ctrl.Result{}, cause
+}
+
+// checkBackupStatus reports whether the Backup named by spec.backupRef is ready,
+// reading its BackupReady condition (never its phase). A Backup that has no
+// condition yet is simply not ready. The string explains what is awaited.
+func (r *DatabaseReconciler) checkBackupStatus(ctx context.Context, db *databasev1.Database) (bool, string, error) {
+	if db.Spec.BackupRef == nil || db.Spec.BackupRef.Name == "" {
+		return true, "", nil
+	}
+	log := logf.FromContext(ctx)
+	name := db.Spec.BackupRef.Name
+	backup := &databasev1.Backup{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: name}, backup)
+	if apierrors.IsNotFound(err) {
+		log.Info("Backup not found, waiting", "backup", name)
+		return false, fmt.Sprintf("Waiting for Backup %s: not found", name), nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	if backup.Spec.DatabaseRef.Name == db.Name {
+		// A Backup of this very Database can only run once the Database is
+		// Ready: waiting for it would deadlock both (course erratum, lab 8.2).
+		log.Info("Backup references this Database itself; not waiting for it", "backup", name)
+		return true, "", nil
+	}
+	condition := meta.FindStatusCondition(backup.Status.Conditions, ConditionBackupReady)
+	if condition == nil {
+		log.Info("Waiting for backup condition to be ready", "backup", name, "condition", "none")
+		return false, fmt.Sprintf("Waiting for Backup %s: no %s condition yet", name, ConditionBackupReady), nil
+	}
+	if condition.Status != metav1.ConditionTrue {
+		log.Info("Waiting for backup condition to be ready", "backup", name,
+			"status", condition.Status, "reason", condition.Reason)
+		return false, fmt.Sprintf("Waiting for Backup %s: %s=%s (%s)", name, ConditionBackupReady, condition.Status, condition.Reason), nil
+	}
+	return true, "", nil
+}
+
+// reconcileSecret makes sure the credentials Secret exists with the spec's
+// username and database. The password is generated once and never rotated.
+func (r *DatabaseReconciler) reconcileSecret(ctx context.Context, db *databasev1.Database) error {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: db.Namespace, Name: secretName(db)}
+	err := r.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Type: corev1.SecretTypeOpaque}
+		if err := r.mutateSecret(secret, db); err != nil {
+			return err
+		}
+		logf.FromContext(ctx).Info("Creating Secret", "secret", key.Name)
+		if err := r.Create(ctx, secret); err == nil || !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// The cache was behind: someone (us, a moment ago) created it.
+		err = r.reader().Get(ctx, key, secret)
+	}
+	if err != nil {
+		return err
+	}
+	check := secret.DeepCopy()
+	if err := r.mutateSecret(check, db); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(check.Data, secret.Data) && equality.Semantic.DeepEqual(check.OwnerReferences, secret.OwnerReferences) {
+		return nil
+	}
+	logf.FromContext(ctx).Info("Correcting drift of Secret", "secret", key.Name)
+	return r.updateWithRetry(ctx, secret, func() error { return r.mutateSecret(secret, db) })
+}
+
+// mutateSecret applies the desired state to a credentials Secret, keeping the
+// existing password when there is one.
+func (r *DatabaseReconciler) mutateSecret(secret *corev1.Secret, db *databasev1.Database) error {
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	secret.Data["username"] = []byte(db.Spec.Username)
+	secret.Data["database"] = []byte(db.Spec.DatabaseName)
+	if len(secret.Data["password"]) == 0 {
+		password, err := generatePassword()
+		if err != nil {
+			return err
+		}
+		secret.Data["password"] = []byte(password)
+	}
+	return controllerutil.SetControllerReference(db, secret, r.Scheme)
+}
+
+// reconcileStatefulSet creates the StatefulSet or corrects its drift. A change of
+// replicas alone is applied with a merge patch; any other change with an update
+// retried on conflict. It returns the StatefulSet and whether it was created.
+func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, db *databasev1.Database) (*appsv1.StatefulSet, bool, error) {
+	log := logf.FromContext(ctx)
+	desired, err := r.desiredStatefulSet(db)
+	if err != nil {
+		return nil, false, err
+	}
+	statefulSet := &appsv1.StatefulSet{}
+	key := client.ObjectKeyFromObject(desired)
+	err = r.Get(ctx, key, statefulSet)
+	if apierrors.IsNotFound(err) {
+		log.Info("Creating StatefulSet", "statefulset", key.Name)
+		if err := r.Create(ctx, desired); err == nil {
+			return desired, true, nil
+		} else if !apierrors.IsAlreadyExists(err) {
+			return nil, false, err
+		}
+		err = r.reader().Get(ctx, key, statefulSet)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+
+	replicasDiffer, otherDiffer := statefulSetDrift(statefulSet, desired)
+	switch {
+	case otherDiffer:
+		log.Info("Updating StatefulSet", "statefulset", key.Name)
+		err = r.updateWithRetry(ctx, statefulSet, func() error {
+			return r.mutateStatefulSet(statefulSet, desired, db)
+		})
+	case replicasDiffer:
+		// If only replicas changed, use patch. The values are compared, not the
+		// *int32 pointers (course bug B1: comparing pointers is always true).
+		log.Info("Patching StatefulSet replicas", "statefulset", key.Name,
+			"from", ptr.Deref(statefulSet.Spec.Replicas, 1), "to", *desired.Spec.Replicas)
+		err = r.patchStatefulSetReplicas(ctx, statefulSet, *desired.Spec.Replicas)
+	}
+	return statefulSet, false, err
+}
+
+// statefulSetDrift compares an existing StatefulSet with the desired one, field
+// by field for the fields this operator owns (values, never pointers), and says
+// whether the replicas differ and whether anything else differs.
+func statefulSetDrift(existing, desired *appsv1.StatefulSet) (replicasDiffer, otherDiffer bool) {
+	replicasDiffer = ptr.Deref(existing.Spec.Replicas, 1) != ptr.Deref(desired.Spec.Replicas, 1)
+
+	owner := metav1.GetControllerOf(desired)
+	if !metav1.IsControlledBy(existing, ownerObject(owner)) {
+		return replicasDiffer, true
+	}
+	for k, v := range desired.Spec.Template.Labels {
+		if existing.Spec.Template.Labels[k] != v {
+			return replicasDiffer, true
+		}
+	}
+	want := desired.Spec.Template.Spec.Containers[0]
+	got := findContainer(existing.Spec.Template.Spec.Containers, want.Name)
+	if got == nil ||
+		got.Image != want.Image ||
+		!equality.Semantic.DeepEqual(got.Env, want.Env) ||
+		!equality.Semantic.DeepEqual(got.Ports, want.Ports) ||
+		!equality.Semantic.DeepEqual(got.VolumeMounts, want.VolumeMounts) ||
+		!equality.Semantic.DeepEqual(got.Resources, want.Resources) {
+		return replicasDiffer, true
+	}
+	return replicasDiffer, false
+}
+
+// mutateStatefulSet applies the desired state onto an existing StatefulSet,
+// keeping the fields the API server defaulted and the immutable ones (selector,
+// volumeClaimTemplates) as they are.
+func (r *DatabaseReconciler) mutateStatefulSet(statefulSet, desired *appsv1.StatefulSet, db *databasev1.Database) error {
+	statefulSet.Spec.Replicas = ptr.To(*desired.Spec.Replicas)
+	if statefulSet.Spec.Template.Labels == nil {
+		statefulSet.Spec.Template.Labels = map[string]string{}
+	}
+	for k, v := range desired.Spec.Template.Labels {
+		statefulSet.Spec.Template.Labels[k] = v
+	}
+	want := desired.Spec.Template.Spec.Containers[0].DeepCopy()
+	got := findContainer(statefulSet.Spec.Template.Spec.Containers, want.Name)
+	if got == nil {
+		statefulSet.Spec.Template.Spec.Containers = append(statefulSet.Spec.Template.Spec.Containers, *want)
+	} else {
+		got.Image = want.Image
+		got.Env = want.Env
+		got.Ports = want.Ports
+		got.VolumeMounts = want.VolumeMounts
+		got.Resources = want.Resources
+	}
+	return controllerutil.SetControllerReference(db, statefulSet, r.Scheme)
+}
+
+// patchStatefulSetReplicas changes only spec.replicas, with a JSON merge patch
+// computed against the object as read: no full update, no conflict on an
+// unrelated concurrent change.
+func (r *DatabaseReconciler) patchStatefulSetReplicas(ctx context.Context, statefulSet *appsv1.StatefulSet, replicas int32) error {
+	patch := client.MergeFrom(statefulSet.DeepCopy())
+	statefulSet.Spec.Replicas = &replicas
+	return r.Patch(ctx, statefulSet, patch)
+}
+
+// updateWithRetry updates obj, retrying on conflict with client-go's
+// retry.RetryOnConflict. Every attempt reads the newest obj from the API server
+// and calls mutate to apply the desired changes to it again before the update,
+// so a conflict never loses them (course bug B2 re-read and then sent the re-read
+// object without the changes). mutate must modify obj itself.
+func (r *DatabaseReconciler) updateWithRetry(ctx context.Context, obj client.Object, mutate func() error) error {
+	key := client.ObjectKeyFromObject(obj)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.reader().Get(ctx, key, obj); err != nil {
+			return err
+		}
+		if err := mutate(); err != nil {
+			return err
+		}
+		return r.Update(ctx, obj)
+	})
+}
+
+// reconcileService creates the Service or corrects its drift.
+func (r *DatabaseReconciler) reconcileService(ctx context.Context, db *databasev1.Database) error {
+	service := &corev1.Service{}
+	key := client.ObjectKey{Namespace: db.Namespace, Name: db.Name}
+	err := r.Get(ctx, key, service)
+	if apierrors.IsNotFound(err) {
+		service = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		if err := r.mutateService(service, db); err != nil {
+			return err
+		}
+		logf.FromContext(ctx).Info("Creating Service", "service", key.Name)
+		if err := r.Create(ctx, service); err == nil || !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		err = r.reader().Get(ctx, key, service)
+	}
+	if err != nil {
+		return err
+	}
+	check := service.DeepCopy()
+	if err := r.mutateService(check, db); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(check.Spec, service.Spec) && equality.Semantic.DeepEqual(check.OwnerReferences, service.OwnerReferences) {
+		return nil
+	}
+	logf.FromContext(ctx).Info("Correcting drift of Service", "service", key.Name)
+	return r.updateWithRetry(ctx, service, func() error { return r.mutateService(service, db) })
+}
+
+// mutateService applies the desired type, selector and port to a Service,
+// keeping what the API server assigned (cluster IPs and the like).
+func (r *DatabaseReconciler) mutateService(service *corev1.Service, db *databasev1.Database) error {
+	service.Spec.Type = corev1.ServiceTypeClusterIP
+	service.Spec.Selector = podLabels(db)
+	port := corev1.ServicePort{
+		Name:       "postgres",
+		Protocol:   corev1.ProtocolTCP,
+		Port:       postgresPort,
+		TargetPort: intstr.FromInt32(postgresPort),
+	}
+	if len(service.Spec.Ports) != 1 || service.Spec.Ports[0] != port {
+		service.Spec.Ports = []corev1.ServicePort{port}
+	}
+	return controllerutil.SetControllerReference(db, service, r.Scheme)
+}
+
+// desiredStatefulSet builds the StatefulSet for a Database, with its controller
+// owner reference.
+func (r *DatabaseReconciler) desiredStatefulSet(db *databasev1.Database) (*appsv1.StatefulSet, error) {
+	size, err := resource.ParseQuantity(db.Spec.Storage.Size)
+	if err != nil {
+		return nil, fmt.Errorf("spec.storage.size: %w", err)
+	}
+	labels := podLabels(db)
+	secretRef := func(key string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secretName(db)},
+			Key:                  key,
+		}}
+	}
+	claim := corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: dataVolumeName},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: size,
+			}},
+		},
+	}
+	if db.Spec.Storage.StorageClass != "" {
+		claim.Spec.StorageClassName = ptr.To(db.Spec.Storage.StorageClass)
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: db.Name, Namespace: db.Namespace},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(desiredReplicas(db)),
+			ServiceName: db.Name,
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:  postgresContainer,
+					Image: db.Spec.Image,
+					Ports: []corev1.ContainerPort{{Name: "postgres", ContainerPort: postgresPort, Protocol: corev1.ProtocolTCP}},
+					Env: []corev1.EnvVar{
+						{Name: "POSTGRES_DB", ValueFrom: secretRef("database")},
+						{Name: "POSTGRES_USER", ValueFrom: secretRef("username")},
+						{Name: "POSTGRES_PASSWORD", ValueFrom: secretRef("password")},
+						{Name: "PGDATA", Value: pgDataPath},
+					},
+					VolumeMounts: []corev1.VolumeMount{{Name: dataVolumeName, MountPath: dataMountPath}},
+					Resources:    *db.Spec.Resources.DeepCopy(),
+				}}},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
+		},
+	}
+	if err := controllerutil.SetControllerReference(db, sts, r.Scheme); err != nil {
+		return nil, err
+	}
+	return sts, nil
+}
+
+// listDatabasesInNamespace lists the Databases of one namespace.
+func (r *DatabaseReconciler) listDatabasesInNamespace(ctx context.Context, namespace string) (*databasev1.DatabaseList, error) {
+	list := &databasev1.DatabaseList{}
+	err := r.List(ctx, list, client.InNamespace(namespace))
+	return list, err
+}
+
+// listDatabasesByLabel lists the Databases whose labels include all of labels.
+func (r *DatabaseReconciler) listDatabasesByLabel(ctx context.Context, labels map[string]string) (*databasev1.DatabaseList, error) {
+	list := &databasev1.DatabaseList{}
+	err := r.List(ctx, list, client.MatchingLabels(labels))
+	return list, err
+}
+
+// findDatabasesByOwner lists the Databases that have an owner named ownerName
+// (in namespace, or in all namespaces when it is empty). It queries the field
+// index ownerNameField that SetupWithManager registers; without that index a
+// cached List fails (course bug B3).
+func (r *DatabaseReconciler) findDatabasesByOwner(ctx context.Context, namespace, ownerName string) (*databasev1.DatabaseList, error) {
+	list := &databasev1.DatabaseList{}
+	opts := []client.ListOption{client.MatchingFields{ownerNameField: ownerName}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	err := r.List(ctx, list, opts...)
+	return list, err
+}
+
+// databasesForBackup maps a Backup event to the Databases whose spec.backupRef
+// names that Backup, through the backupRefField index.
+func (r *DatabaseReconciler) databasesForBackup(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &databasev1.DatabaseList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{backupRefField: obj.GetName()}); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing the Databases that reference a Backup", "backup", obj.GetName())
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for _, db := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&db)})
+	}
+	return requests
+}
+
+// SetupWithManager sets up the controller with the Manager: the field indexes,
+// the owned children and the Backups that Databases may wait for.
+func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &databasev1.Database{}, backupRefField, func(obj client.Object) []string {
+		db := obj.(*databasev1.Database)
+		if db.Spec.BackupRef == nil || db.Spec.BackupRef.Name == "" {
+			return nil
+		}
+		return []string{db.Spec.BackupRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &databasev1.Database{}, ownerNameField, func(obj client.Object) []string {
+		names := make([]string, 0, len(obj.GetOwnerReferences()))
+		for _, ref := range obj.GetOwnerReferences() {
+			names = append(names, ref.Name)
+		}
+		return names
+	}); err != nil {
+		return err
+	}
+
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&databasev1.Database{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.Secret{}).
+		Watches(&databasev1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.databasesForBackup)).
+		Named("database").
+		Complete(r)
+}
+
+func (r *DatabaseReconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// updateStatus writes the status when it changed, with a merge patch (the
+// status is this controller's alone, so no optimistic lock is needed).
+func (r *DatabaseReconciler) updateStatus(ctx context.Context, base, db *databasev1.Database) error {
+	db.Status.ObservedGeneration = db.Generation
+	if equality.Semantic.DeepEqual(base.Status, db.Status) {
+		return nil
+	}
+	return r.Status().Patch(ctx, db, client.MergeFrom(base))
+}
+
+func (r *DatabaseReconciler) setCondition(db *databasev1.Database, conditionType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&db.Status.Conditions, metav1.Condition{
+		Type:               conditionType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: db.Generation,
+	})
+}
+
+func (r *DatabaseReconciler) event(obj runtime.Object, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func isConditionReason(db *databasev1.Database, conditionType, reason string) bool {
+	c := meta.FindStatusCondition(db.Status.Conditions, conditionType)
+	return c != nil && c.Reason == reason
+}
+
+// ownerObject turns an owner reference into an object that metav1.IsControlledBy
+// can compare (it looks at the UID only).
+func ownerObject(ref *metav1.OwnerReference) metav1.Object {
+	obj := &metav1.ObjectMeta{}
+	if ref != nil {
+		obj.UID = ref.UID
+	}
+	return obj
+}
+
+func findContainer(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return nil
+}
+
+func desiredReplicas(db *databasev1.Database) int32 {
+	return ptr.Deref(db.Spec.Replicas, 1)
+}
+
+func secretName(db *databasev1.Database) string {
+	return db.Name + "-credentials"
+}
+
+func podLabels(db *databasev1.Database) map[string]string {
+	return map[string]string{"app": "database", "database": db.Name}
+}
+
+// generatePassword returns 16 random characters of base64url.
+func generatePassword() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
