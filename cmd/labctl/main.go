@@ -1,0 +1,53 @@
+// Command labctl runs, checks and grades the labs of the Building Kubernetes
+// Operators course.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cli/root"
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/local"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// version is set with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	streams := iostreams.System()
+	f := &cmdutil.Factory{
+		IOStreams: streams,
+		Version:   version,
+		Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{
+			local.ProviderName: &local.Provider{},
+		}},
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	err := root.NewCommand(f).ExecuteContext(ctx)
+	if err == nil {
+		return userr.ExitOK
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		fmt.Fprintln(streams.ErrOut, "interrupted")
+		return userr.ExitInterrupted
+	}
+	var silent *cmdutil.SilentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(streams.ErrOut, streams.Styles().Failure.Render("error:")+" "+userr.Message(err))
+	}
+	return userr.Code(err)
+}

@@ -1,0 +1,82 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// ProviderAuto picks the provider from the machine.
+const ProviderAuto = "auto"
+
+// Providers knows every cluster provider and how to choose one.
+type Providers struct {
+	// ByName maps --provider values to providers.
+	ByName map[string]cluster.Provider
+	// Detect chooses a provider for --provider auto and says why (e.g.
+	// "docker is running" or "no container engine: using local").
+	Detect func(ctx context.Context) (name, reason string)
+}
+
+// Names lists the accepted --provider values.
+func (p *Providers) Names() []string {
+	names := []string{ProviderAuto}
+	for n := range p.ByName {
+		names = append(names, n)
+	}
+	slices.Sort(names[1:])
+	return names
+}
+
+// Resolve returns the provider for a --provider value.
+func (p *Providers) Resolve(ctx context.Context, name string) (cluster.Provider, string, error) {
+	reason := ""
+	if name == "" || name == ProviderAuto {
+		if p.Detect == nil {
+			name, reason = "local", "using the local control plane"
+		} else {
+			name, reason = p.Detect(ctx)
+		}
+	}
+	prov, ok := p.ByName[name]
+	if !ok {
+		return nil, "", userr.Usage(fmt.Sprintf("unknown provider %q", name),
+			"use one of: "+strings.Join(p.Names(), ", "))
+	}
+	return prov, reason, nil
+}
+
+// Lister is implemented by providers that can enumerate their clusters.
+type Lister interface {
+	List() ([]string, error)
+}
+
+// FindCluster looks for a running cluster named name across providers,
+// preferring the given provider when set.
+func (p *Providers) FindCluster(ctx context.Context, provider, name string) (*cluster.Cluster, error) {
+	if provider != "" && provider != ProviderAuto {
+		prov, _, err := p.Resolve(ctx, provider)
+		if err != nil {
+			return nil, err
+		}
+		return prov.Get(ctx, name)
+	}
+	var firstErr error
+	for _, n := range p.Names()[1:] {
+		c, err := p.ByName[n].Get(ctx, name)
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil && !isNotFound(err) {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return nil, userr.New(fmt.Sprintf("no running cluster named %q", name), "run `labctl up` first (or pass --name)")
+}

@@ -1,0 +1,70 @@
+// Package down implements `labctl down`.
+package down
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// Options are the flags of `labctl down`.
+type Options struct {
+	f        *cmdutil.Factory
+	Provider string
+	Name     string
+}
+
+// NewCommand returns the down command.
+func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{f: f}
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop and delete a cluster created by labctl up",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
+	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
+	return cmd
+}
+
+// Run does the work of `labctl down`.
+func Run(ctx context.Context, o *Options) error {
+	s := o.f.IOStreams
+	var provs []cluster.Provider
+	if o.Provider != "" && o.Provider != cmdutil.ProviderAuto {
+		p, _, err := o.f.Providers.Resolve(ctx, o.Provider)
+		if err != nil {
+			return err
+		}
+		provs = append(provs, p)
+	} else {
+		for _, n := range o.f.Providers.Names()[1:] {
+			provs = append(provs, o.f.Providers.ByName[n])
+		}
+	}
+	for _, p := range provs {
+		if _, err := p.Status(ctx, o.Name); errors.Is(err, cluster.ErrNotFound) {
+			continue
+		}
+		step := s.StartStep(fmt.Sprintf("Deleting %s cluster %q", p.Name(), o.Name))
+		if err := p.Down(ctx, o.Name); err != nil {
+			step.Fail()
+			return err
+		}
+		step.Done()
+		return nil
+	}
+	return userr.New(fmt.Sprintf("there is no cluster named %q", o.Name), "`labctl status` lists the clusters labctl manages")
+}

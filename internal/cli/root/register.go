@@ -1,0 +1,20 @@
+package root
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cli/controlplane"
+	"github.com/labctl/labctl/internal/cli/down"
+	"github.com/labctl/labctl/internal/cli/status"
+	"github.com/labctl/labctl/internal/cli/up"
+)
+
+func init() {
+	extraCommands = append(extraCommands,
+		func(f *cmdutil.Factory) *cobra.Command { return up.NewCommand(f, nil) },
+		func(f *cmdutil.Factory) *cobra.Command { return down.NewCommand(f, nil) },
+		func(f *cmdutil.Factory) *cobra.Command { return status.NewCommand(f, nil) },
+		controlplane.NewCommand,
+	)
+}

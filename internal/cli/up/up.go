@@ -1,0 +1,95 @@
+// Package up implements `labctl up`: a cluster, the operator image (kind)
+// or process (local), and the operator deployed, in one command.
+package up
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cluster"
+)
+
+// Options are the flags of `labctl up`.
+type Options struct {
+	f *cmdutil.Factory
+
+	Provider   string
+	Name       string
+	Project    string
+	Reference  bool
+	NoOperator bool
+	Kubeconfig string
+}
+
+// NewCommand returns the up command; runF replaces the work in tests of
+// flag parsing.
+func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{f: f}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Create the course cluster and deploy the operator",
+		Long: `Create (or reuse) the course cluster and deploy an operator into it.
+
+Providers: kind (Docker or Podman), local (a real control plane run as local
+processes, pods simulated by kwok; needs only Go), existing (your current
+kubeconfig context). The default picks kind when a container engine works,
+else local.
+
+With --project, your kubebuilder project is deployed; without it, the
+course's reference operator is.`,
+		Example: `  labctl up
+  labctl up --project ~/postgres-operator
+  labctl up --provider local --name lab1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "cluster provider: auto, kind, local or existing")
+	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
+	cmd.Flags().StringVar(&o.Project, "project", "", "kubebuilder project to deploy (default: the reference operator)")
+	cmd.Flags().BoolVar(&o.Reference, "reference", false, "deploy the reference operator even inside a project directory")
+	cmd.Flags().BoolVar(&o.NoOperator, "no-operator", false, "create the cluster only")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig to merge the cluster's context into (default $KUBECONFIG or ~/.kube/config)")
+	_ = cmd.RegisterFlagCompletionFunc("provider", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return f.Providers.Names(), cobra.ShellCompDirectiveNoFileComp
+	})
+	cmd.MarkFlagsMutuallyExclusive("project", "reference")
+	cmd.MarkFlagsMutuallyExclusive("project", "no-operator")
+	return cmd
+}
+
+// Run does the work of `labctl up`.
+func Run(ctx context.Context, o *Options) error {
+	s := o.f.IOStreams
+	prov, reason, err := o.f.Providers.Resolve(ctx, o.Provider)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		fmt.Fprintf(s.ErrOut, "Provider: %s (%s)\n", prov.Name(), reason)
+	}
+	c, err := prov.Up(ctx, cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig})
+	if err != nil {
+		return err
+	}
+	if c.Reused {
+		fmt.Fprintf(s.ErrOut, "%s cluster %q is already running.\n", prov.Name(), c.Name)
+	}
+	if !o.NoOperator && o.f.DeployOperator != nil {
+		if err := o.f.DeployOperator(ctx, c, o.Project); err != nil {
+			return err
+		}
+	}
+	st := s.Styles()
+	fmt.Fprintf(s.Out, "%s cluster %s is ready; kubectl context %s\n", st.Success.Render("✓"), st.Bold.Render(c.Name), st.Bold.Render(c.Context))
+	fmt.Fprintf(s.Out, "  kubeconfig: %s\n", c.Kubeconfig)
+	fmt.Fprintln(s.Out, "  next: labctl verify lab-8.2")
+	return nil
+}

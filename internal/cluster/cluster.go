@@ -1,0 +1,110 @@
+// Package cluster defines what labctl needs from a Kubernetes cluster,
+// whatever provides it: a kind cluster, a local control plane, or a cluster
+// the user already has. Providers live in sub-packages.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/labctl/labctl/internal/iostreams"
+)
+
+// DefaultName is the cluster name the course uses.
+const DefaultName = "k8s-operators-course"
+
+// ErrNotFound is returned (wrapped) when a named cluster does not exist.
+var ErrNotFound = errors.New("cluster not found")
+
+// Provider creates, inspects and removes clusters of one kind.
+type Provider interface {
+	// Name is the value of --provider that selects this provider.
+	Name() string
+	// Up creates the cluster, or returns the running one unchanged
+	// (Cluster.Reused tells which).
+	Up(ctx context.Context, opts UpOptions) (*Cluster, error)
+	// Get returns a running cluster; errors.Is(err, ErrNotFound) when none.
+	Get(ctx context.Context, name string) (*Cluster, error)
+	// Down stops and removes the cluster and its kubeconfig context.
+	Down(ctx context.Context, name string) error
+	// Status describes the cluster's parts for `labctl status`.
+	Status(ctx context.Context, name string) (*Status, error)
+}
+
+// UpOptions are the inputs of Provider.Up.
+type UpOptions struct {
+	Name    string
+	Streams *iostreams.IOStreams
+	// KubeconfigPath is the user's kubeconfig to merge the context into;
+	// empty means the default ($KUBECONFIG's first entry or ~/.kube/config).
+	KubeconfigPath string
+	// SkipKubeconfigMerge leaves the user's kubeconfig alone (tests).
+	SkipKubeconfigMerge bool
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	Name     string
+	Provider string
+	// Context is the kubeconfig context name (kind-NAME, labctl-NAME, ...).
+	Context string
+	// Kubeconfig is a file holding Context with admin credentials.
+	Kubeconfig string
+	// Config is a client config for the cluster's admin.
+	Config *rest.Config
+	// Reused is true when Up found the cluster already running.
+	Reused bool
+	Env    Env
+}
+
+// Env tells checks what the cluster can do, so they never need to know which
+// provider they run on.
+type Env struct {
+	// RealPods is true when pods run real containers (kind). On the local
+	// provider kwok simulates them: they become Ready but run nothing.
+	RealPods bool
+	// AuditLog opens the API audit log (JSON lines); nil when the cluster
+	// has none that labctl can read.
+	AuditLog func(ctx context.Context) (io.ReadCloser, error)
+	// StateDir is where the provider keeps files for this cluster (logs,
+	// operator processes); empty for clusters labctl does not own.
+	StateDir string
+}
+
+// Status is a snapshot of a cluster's health.
+type Status struct {
+	Name       string
+	Provider   string
+	Context    string
+	Running    bool
+	Components []Component
+}
+
+// Component is one process or container of a cluster.
+type Component struct {
+	Name     string
+	PID      int
+	Address  string // host:port it serves on, if any
+	Healthy  bool
+	Detail   string // why not healthy, or extra facts
+	// RSSBytes and PSSBytes are resident and proportional set sizes; PSS
+	// splits shared pages (one multi-call binary) between processes.
+	RSSBytes uint64
+	PSSBytes uint64
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?$`)
+
+// ValidateName checks a cluster name: lowercase letters, digits and dashes,
+// as kind and kubeconfig context names require.
+func ValidateName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("invalid cluster name %q: use 1-50 lowercase letters, digits and '-', starting and ending with a letter or digit", name)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package local
+
+import (
+	_ "embed"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// auditPolicy records who did what with which result (verb, user,
+// impersonated user, object, response code) for every request except the
+// control plane's own chatter, which would drown the operator's requests.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  users: ["system:kube-controller-manager", "system:kube-scheduler", "labctl-kwok", "system:apiserver"]
+- level: None
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*", "/api", "/apis*"]
+- level: Metadata
+`
+
+// kcmControllers is the smallest set of kube-controller-manager controllers
+// the labs need. nodelifecycle is not optional: only it removes the
+// not-ready taint that admission puts on every new Node.
+var kcmControllers = []string{
+	"serviceaccount-controller", "serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
+	"namespace-controller", "garbage-collector-controller",
+	"deployment-controller", "replicaset-controller", "statefulset-controller", "job-controller",
+	"cronjob-controller", "ttl-after-finished-controller", "endpointslice-controller",
+	"persistentvolumeclaim-protection-controller", "persistentvolume-protection-controller",
+	"node-lifecycle-controller", "disruption-controller",
+}
+
+const (
+	nodeName     = "kwok-node-0"
+	storageClass = "standard"
+	serviceCIDR  = "10.0.0.0/24"
+)
+
+type layout struct{ dir string }
+
+func (l layout) file(parts ...string) string {
+	return filepath.Join(append([]string{l.dir}, parts...)...)
+}
+func (l layout) pki() pki                    { return pki{dir: l.file("pki")} }
+func (l layout) log(component string) string { return l.file("logs", component+".log") }
+func (l layout) kubeconfig(user string) string {
+	return l.file("kubeconfigs", user+".kubeconfig")
+}
+func (l layout) auditLog() string { return l.file("logs", "audit.log") }
+
+// args returns each component's command line. Every one mentions the state
+// directory, which is how proc.Find recognises the cluster's processes.
+func (l layout) args(component string, p ports) []string {
+	k := l.pki()
+	switch component {
+	case "etcd":
+		return []string{
+			"--name=labctl",
+			"--data-dir=" + l.file("etcd"),
+			fmt.Sprintf("--listen-client-urls=http://127.0.0.1:%d", p.Etcd),
+			fmt.Sprintf("--advertise-client-urls=http://127.0.0.1:%d", p.Etcd),
+			fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", p.EtcdPeer),
+			fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", p.EtcdPeer),
+			fmt.Sprintf("--initial-cluster=labctl=http://127.0.0.1:%d", p.EtcdPeer),
+			"--unsafe-no-fsync=true",
+			"--quota-backend-bytes=1073741824",
+			"--snapshot-count=5000",
+			"--log-level=warn",
+		}
+	case "kube-apiserver":
+		return []string{
+			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", p.Etcd),
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", p.APIServer),
+			"--cert-dir=" + k.dir,
+			"--tls-cert-file=" + k.path("apiserver.crt"),
+			"--tls-private-key-file=" + k.path("apiserver.key"),
+			"--client-ca-file=" + k.path("ca.crt"),
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + k.path("sa.pub"),
+			"--service-account-signing-key-file=" + k.path("sa.key"),
+			"--service-cluster-ip-range=" + serviceCIDR,
+			"--authorization-mode=RBAC",
+			"--allow-privileged=true",
+			"--audit-policy-file=" + l.file("audit-policy.yaml"),
+			"--audit-log-path=" + l.auditLog(),
+			"--audit-log-maxsize=100",
+			"--audit-log-maxbackup=1",
+			"--audit-log-mode=batch",
+			"--audit-log-batch-max-wait=200ms",
+			"--audit-log-batch-buffer-size=10000",
+			"--enable-priority-and-fairness=false",
+			"--profiling=false",
+			"--endpoint-reconciler-type=none",
+			"--event-ttl=1h",
+			"--v=1",
+		}
+	case "kube-controller-manager":
+		return []string{
+			"--kubeconfig=" + l.kubeconfig("kcm"),
+			"--leader-elect=false",
+			"--controllers=" + strings.Join(kcmControllers, ","),
+			"--service-account-private-key-file=" + k.path("sa.key"),
+			"--root-ca-file=" + k.path("ca.crt"),
+			"--use-service-account-credentials=false",
+			"--secure-port=0",
+			"--kube-api-qps=200",
+			"--kube-api-burst=400",
+			"--concurrent-gc-syncs=20",
+			"--v=1",
+		}
+	case "kube-scheduler":
+		return []string{
+			"--kubeconfig=" + l.kubeconfig("scheduler"),
+			"--leader-elect=false",
+			"--secure-port=0",
+			"--kube-api-qps=200",
+			"--kube-api-burst=400",
+			"--v=1",
+		}
+	case "kwok":
+		return []string{
+			"--kubeconfig=" + l.kubeconfig("kwok"),
+			"--config=" + l.file("kwok-stages.yaml"),
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+			"--cidr=10.244.0.1/24",
+			"--node-ip=10.240.0.1",
+			"--node-lease-duration-seconds=40",
+			fmt.Sprintf("--server-address=127.0.0.1:%d", p.Kwok),
+		}
+	}
+	panic("unknown component " + component)
+}

@@ -1,0 +1,119 @@
+// Package deploy installs a kubebuilder project's operator into a cluster:
+// rendering its kustomize config, applying it server-side, and either
+// waiting for the Deployment (kind, existing clusters) or running the
+// manager as a local process (the local provider, like `make run`).
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// Project is a kubebuilder project on disk.
+type Project struct {
+	Dir string
+	// Name is PROJECT's projectName (e.g. postgres-operator), else the
+	// directory's base name.
+	Name string
+}
+
+// LoadProject checks that dir looks like a kubebuilder v4 project.
+func LoadProject(dir string) (*Project, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return nil, userr.Usage(fmt.Sprintf("project directory %s does not exist", abs), "pass --project with the path to your kubebuilder project")
+	}
+	for _, need := range []string{"go.mod", filepath.Join("config", "default", "kustomization.yaml")} {
+		if _, err := os.Stat(filepath.Join(abs, need)); err != nil {
+			return nil, userr.Usage(fmt.Sprintf("%s is not a kubebuilder project: %s is missing", abs, need),
+				"point --project at the directory where you ran `kubebuilder init` (it has PROJECT, go.mod and config/)")
+		}
+	}
+	p := &Project{Dir: abs, Name: filepath.Base(abs)}
+	if raw, err := os.ReadFile(filepath.Join(abs, "PROJECT")); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "projectName:"); ok {
+				p.Name = strings.TrimSpace(v)
+			}
+		}
+	}
+	return p, nil
+}
+
+// Render builds config/default with the kustomize library (no kustomize or
+// kubectl binary needed) and returns the objects in apply order: namespaces
+// and CRDs first, then RBAC, then the rest.
+func (p *Project) Render() ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(p.Dir, "config", "default"))
+	if err != nil {
+		return nil, userr.Wrap(err, userr.ExitUsage, "cannot render config/default: "+firstLine(err.Error()),
+			"run `kustomize build config/default` (or `make deploy`) in the project to see the full error")
+	}
+	raw, err := res.AsYaml()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := DecodeYAML(raw)
+	if err != nil {
+		return nil, err
+	}
+	SortForApply(objs)
+	return objs, nil
+}
+
+// DecodeYAML splits a multi-document YAML stream into objects.
+func DecodeYAML(raw []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decode YAML: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		out = append(out, u)
+	}
+}
+
+var applyRank = map[string]int{
+	"Namespace": 0, "CustomResourceDefinition": 1, "ServiceAccount": 2,
+	"ClusterRole": 3, "Role": 3, "ClusterRoleBinding": 4, "RoleBinding": 4,
+}
+
+// SortForApply orders objects so that what others depend on comes first.
+func SortForApply(objs []*unstructured.Unstructured) {
+	rank := func(u *unstructured.Unstructured) int {
+		if r, ok := applyRank[u.GetKind()]; ok {
+			return r
+		}
+		return 10
+	}
+	sort.SliceStable(objs, func(i, j int) bool { return rank(objs[i]) < rank(objs[j]) })
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

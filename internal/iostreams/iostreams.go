@@ -1,0 +1,91 @@
+// Package iostreams holds the three standard streams together with what the
+// terminal behind them can do (TTY, colour), so every command writes through
+// one object and tests can run both terminal and piped output.
+package iostreams
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
+	"github.com/muesli/termenv"
+)
+
+// IOStreams are the streams a command reads and writes.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	outTTY   bool
+	errTTY   bool
+	color    bool
+	Verbose  bool
+	renderer *lipgloss.Renderer
+}
+
+// System returns the process's own streams, detecting TTY and honouring
+// NO_COLOR and TERM=dumb.
+func System() *IOStreams {
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	s.outTTY = term.IsTerminal(os.Stdout.Fd())
+	s.errTTY = term.IsTerminal(os.Stderr.Fd())
+	s.color = s.outTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	s.initRenderer()
+	return s
+}
+
+// Test returns streams backed by buffers. tty says whether they pretend to
+// be a terminal (colour is then on too, unless NO_COLOR is set).
+func Test(tty bool) (*IOStreams, *bytes.Buffer, *bytes.Buffer) {
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	s := &IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut, outTTY: tty, errTTY: tty}
+	s.color = tty && os.Getenv("NO_COLOR") == ""
+	s.initRenderer()
+	return s, out, errOut
+}
+
+func (s *IOStreams) initRenderer() {
+	s.renderer = lipgloss.NewRenderer(s.Out)
+	if s.color {
+		s.renderer.SetColorProfile(termenv.ANSI256)
+	} else {
+		s.renderer.SetColorProfile(termenv.Ascii)
+	}
+}
+
+// IsTTY reports whether standard output is a terminal.
+func (s *IOStreams) IsTTY() bool { return s.outTTY }
+
+// IsErrTTY reports whether standard error is a terminal (spinners go there).
+func (s *IOStreams) IsErrTTY() bool { return s.errTTY }
+
+// ColorEnabled reports whether styled output is allowed.
+func (s *IOStreams) ColorEnabled() bool { return s.color }
+
+// SetColor forces colour on or off (used by --no-color).
+func (s *IOStreams) SetColor(on bool) {
+	s.color = on
+	s.initRenderer()
+}
+
+// Styles returns the palette for these streams; with colour off every style
+// renders plain text.
+func (s *IOStreams) Styles() Styles {
+	r := s.renderer
+	return Styles{
+		Success: r.NewStyle().Foreground(lipgloss.Color("2")),
+		Failure: r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
+		Warning: r.NewStyle().Foreground(lipgloss.Color("3")),
+		Muted:   r.NewStyle().Foreground(lipgloss.Color("8")),
+		Bold:    r.NewStyle().Bold(true),
+		Title:   r.NewStyle().Bold(true).Underline(true),
+	}
+}
+
+// Styles is the one place the project decides how things look.
+type Styles struct {
+	Success, Failure, Warning, Muted, Bold, Title lipgloss.Style
+}

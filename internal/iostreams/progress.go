@@ -1,0 +1,107 @@
+package iostreams
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// Step is one long-running step of a command. On a terminal it animates a
+// spinner with the elapsed time on stderr; piped, it prints one line when the
+// step ends (and, with -v, one when it starts and one per detail change), so
+// logs stay readable.
+type Step struct {
+	s       *IOStreams
+	title   string
+	started time.Time
+
+	mu     sync.Mutex
+	detail string
+	done   chan struct{}
+	wg     sync.WaitGroup
+	ended  bool
+}
+
+// StartStep begins a step titled title.
+func (s *IOStreams) StartStep(title string) *Step {
+	st := &Step{s: s, title: title, started: time.Now(), done: make(chan struct{})}
+	if s.errTTY {
+		st.wg.Add(1)
+		go st.animate()
+	} else if s.Verbose {
+		fmt.Fprintf(s.ErrOut, "• %s ...\n", title)
+	}
+	return st
+}
+
+// Update replaces the detail shown after the title (e.g. "3/5 packages").
+func (st *Step) Update(format string, args ...any) {
+	d := fmt.Sprintf(format, args...)
+	st.mu.Lock()
+	changed := d != st.detail
+	st.detail = d
+	st.mu.Unlock()
+	if changed && !st.s.errTTY && st.s.Verbose {
+		fmt.Fprintf(st.s.ErrOut, "  %s: %s\n", st.title, d)
+	}
+}
+
+func (st *Step) animate() {
+	defer st.wg.Done()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		st.mu.Lock()
+		line := fmt.Sprintf("%s %s", spinnerFrames[i%len(spinnerFrames)], st.title)
+		if st.detail != "" {
+			line += " — " + st.detail
+		}
+		st.mu.Unlock()
+		line += st.s.Styles().Muted.Render(fmt.Sprintf(" %.1fs", time.Since(st.started).Seconds()))
+		fmt.Fprintf(st.s.ErrOut, "\r\033[K%s", line)
+		select {
+		case <-st.done:
+			fmt.Fprint(st.s.ErrOut, "\r\033[K")
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (st *Step) end(mark, note string) {
+	st.mu.Lock()
+	if st.ended {
+		st.mu.Unlock()
+		return
+	}
+	st.ended = true
+	st.mu.Unlock()
+	close(st.done)
+	st.wg.Wait()
+	line := fmt.Sprintf("%s %s", mark, st.title)
+	if note != "" {
+		line += " — " + note
+	}
+	fmt.Fprintf(st.s.ErrOut, "%s%s\n", line, st.s.Styles().Muted.Render(fmt.Sprintf(" (%s)", roundDuration(time.Since(st.started)))))
+}
+
+// Done ends the step successfully; note is optional.
+func (st *Step) Done(note ...string) {
+	st.end(st.s.Styles().Success.Render("✓"), strings.Join(note, " "))
+}
+
+// Fail ends the step as failed. The error itself is printed by the caller.
+func (st *Step) Fail() { st.end(st.s.Styles().Failure.Render("✗"), "") }
+
+// Skip ends the step as not needed.
+func (st *Step) Skip(why string) { st.end(st.s.Styles().Muted.Render("-"), why) }
+
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
