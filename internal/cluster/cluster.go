@@ -87,11 +87,11 @@ type Status struct {
 
 // Component is one process or container of a cluster.
 type Component struct {
-	Name     string
-	PID      int
-	Address  string // host:port it serves on, if any
-	Healthy  bool
-	Detail   string // why not healthy, or extra facts
+	Name    string
+	PID     int
+	Address string // host:port it serves on, if any
+	Healthy bool
+	Detail  string // why not healthy, or extra facts
 	// RSSBytes and PSSBytes are resident and proportional set sizes; PSS
 	// splits shared pages (one multi-call binary) between processes.
 	RSSBytes uint64

@@ -27,8 +27,10 @@ type BackupSpec struct {
 	// +kubebuilder:validation:Required
 	DatabaseRef corev1.LocalObjectReference `json:"databaseRef"`
 
-	// Schedule is the cron schedule for automated backups (optional).
-	// Without it the Backup runs once, as soon as the Database is Ready.
+	// Schedule is the cron schedule for automated backups (optional), in UTC
+	// unless it starts with CRON_TZ=<zone>. The first backup runs as soon as the
+	// Database is Ready, then one at each cron time. Without a schedule the
+	// Backup runs once.
 	// +optional
 	Schedule string `json:"schedule,omitempty"`
 

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -235,7 +236,7 @@ func (r *BackupReconciler) nextRun(backup *databasev1.Backup, latest *batchv1.Jo
 		done := backup.Status.Phase == BackupPhaseCompleted || backup.Status.Phase == BackupPhaseFailed
 		return latest == nil && !done, now, time.Time{}, nil
 	}
-	schedule, err := cron.ParseStandard(backup.Spec.Schedule)
+	schedule, err := parseSchedule(backup.Spec.Schedule)
 	if err != nil {
 		return false, time.Time{}, time.Time{}, err
 	}
@@ -563,6 +564,19 @@ func (r *BackupReconciler) now() time.Time {
 		return r.Clock.Now()
 	}
 	return time.Now()
+}
+
+// parseSchedule parses a standard 5-field cron expression (or a descriptor such
+// as @daily). Times are UTC unless the expression starts with CRON_TZ=<zone>.
+func parseSchedule(spec string) (cron.Schedule, error) {
+	schedule, err := cron.ParseStandard(spec)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := schedule.(*cron.SpecSchedule); ok && !strings.HasPrefix(spec, "CRON_TZ=") && !strings.HasPrefix(spec, "TZ=") {
+		s.Location = time.UTC
+	}
+	return schedule, nil
 }
 
 func jobCondition(job *batchv1.Job, conditionType batchv1.JobConditionType) *batchv1.JobCondition {

@@ -386,7 +386,7 @@ var _ = Describe("Database controller", func() {
 			counting := &conflictCountingClient{Client: k8sClient}
 			r := &DatabaseReconciler{Client: counting, Scheme: testScheme, APIReader: k8sClient}
 			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "contended", Labels: map[string]string{}},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "contended", Labels: map[string]string{"app": "test"}},
 				Data:       map[string]string{"value": "initial"},
 			}
 			Expect(k8sClient.Create(ctx, cm)).To(Succeed())
