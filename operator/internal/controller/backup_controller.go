@@ -173,7 +173,9 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	now := r.now()
 	due, scheduled, next, err := r.nextRun(backup, latest, now)
 	if err != nil {
-		log.Error(err, "Invalid schedule", "schedule", backup.Spec.Schedule)
+		if !r.conditionReasonIs(backup, ReasonInvalidSchedule) {
+			log.Error(err, "Invalid schedule", "schedule", backup.Spec.Schedule)
+		}
 		backup.Status.Phase = BackupPhaseFailed
 		r.setCondition(backup, metav1.ConditionFalse, ReasonInvalidSchedule, fmt.Sprintf("invalid schedule %q: %v", backup.Spec.Schedule, err))
 		// Nothing to retry until the spec changes (which triggers a reconcile).
