@@ -14,7 +14,9 @@ import (
 	"github.com/labctl/labctl/internal/cli/root"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/local"
+	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/supervise"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -22,6 +24,8 @@ import (
 var version = "dev"
 
 func main() {
+	// labctl re-executes itself to supervise operator managers.
+	supervise.MaybeRun()
 	os.Exit(run())
 }
 
@@ -33,6 +37,10 @@ func run() int {
 		Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{
 			local.ProviderName: &local.Provider{},
 		}},
+	}
+	f.DeployOperator = func(ctx context.Context, c *cluster.Cluster, dir string) error {
+		_, err := deploy.Deploy(ctx, c, dir, streams)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

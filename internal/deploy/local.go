@@ -262,7 +262,7 @@ func buildManager(ctx context.Context, p *Project, out, goCmd string) error {
 	}
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, pkg)
 	cmd.Dir = p.Dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Run(); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/supervise"
 )
 
 // Cluster is a running local cluster for tests.
@@ -90,6 +91,9 @@ func Start(ctx context.Context, name string) (*Cluster, func(), error) {
 // cluster down; it exits the process. A cluster that cannot start fails
 // the package: integration tests never silently skip.
 func Main(m *testing.M, out **Cluster) {
+	// Operators deployed by tests are supervised by this test binary
+	// re-executed (see package supervise).
+	supervise.MaybeRun()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	c, stop, err := Start(ctx, "test")
 	cancel()

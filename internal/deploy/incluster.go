@@ -1,0 +1,509 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/kind"
+	"github.com/labctl/labctl/internal/image"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// Annotations labctl reads and writes on the manager Deployment.
+const (
+	// ImageIDAnnotation (on the Deployment, not its pods) records the
+	// image ID last deployed, so a rebuilt image with the same name is
+	// noticed and rolled out.
+	ImageIDAnnotation = "labctl.dev/image-id"
+	// RestartedAtAnnotation on the pod template is what `kubectl rollout
+	// restart` sets.
+	RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+	// rolloutManager owns the restart annotation: not FieldManager, so
+	// the next apply (which does not mention it) does not remove it and
+	// roll the pods again.
+	rolloutManager = "labctl-rollout"
+)
+
+// InClusterOptions tune InCluster.
+type InClusterOptions struct {
+	Streams *iostreams.IOStreams
+	// Image is the manager image as the cluster's nodes know it.
+	Image string
+	// ImageID is its ID ("" when unknown, e.g. an image in a registry).
+	// When the Deployment already ran another ID under the same pod
+	// template, the rollout is restarted.
+	ImageID string
+	// Timeout bounds the wait for the Deployment (default 3 minutes).
+	Timeout time.Duration
+}
+
+// InCluster deploys p's config/default into the cluster as `make deploy`
+// does: the manager container gets opts.Image with imagePullPolicy
+// IfNotPresent, everything is applied server-side (field manager labctl),
+// then it waits, watching, until the Deployment is rolled out and
+// Available. A new image ID under an unchanged pod template restarts the
+// rollout (`kubectl rollout restart`), so the new image is what runs.
+func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOptions) (*Operator, error) {
+	s := o.Streams
+	if s == nil {
+		s, _, _ = iostreams.Test(false)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	objs, err := p.Render()
+	if err != nil {
+		return nil, err
+	}
+	dep, container, err := managerDeployment(objs)
+	if err != nil {
+		return nil, err
+	}
+	if o.Image != "" {
+		if err := setImage(dep, container, o.Image); err != nil {
+			return nil, err
+		}
+	}
+	if o.ImageID != "" {
+		ann := dep.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[ImageIDAnnotation] = o.ImageID
+		dep.SetAnnotations(ann)
+	}
+	ns, name := dep.GetNamespace(), dep.GetName()
+	if ns == "" {
+		ns = "default"
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	before, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		before = nil
+	} else if err != nil {
+		return nil, apiError(err, "cannot read Deployment "+ns+"/"+name)
+	}
+
+	step := s.StartStep(fmt.Sprintf("Applying %s (%d objects)", p.Name, len(objs)))
+	a, err := NewApplier(cfg)
+	if err != nil {
+		step.Fail()
+		return nil, err
+	}
+	skipped, err := a.Apply(ctx, objs)
+	if err != nil {
+		step.Fail()
+		return nil, userr.Wrap(err, userr.ExitFailure, "cannot apply config/default: "+userr.Message(err),
+			"fix the manifest in the project's config/ (`kustomize build config/default` shows what is applied)")
+	}
+	step.Done()
+	for _, sk := range skipped {
+		fmt.Fprintf(s.ErrOut, "%s skipped %s %s: %s\n", s.Styles().Warning.Render("!"), sk.Object.GetKind(), sk.Object.GetName(), sk.Reason)
+	}
+
+	after, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, apiError(err, "cannot read Deployment "+ns+"/"+name)
+	}
+	if needsRestart(before, after, o.ImageID) {
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{RestartedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}}}}})
+		if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: rolloutManager}); err != nil {
+			return nil, apiError(err, "cannot restart the rollout of "+ns+"/"+name)
+		}
+		fmt.Fprintf(s.ErrOut, "New image %s: restarting the rollout of %s/%s\n", shortID(o.ImageID), ns, name)
+	}
+
+	if err := waitRolledOut(ctx, cfg, cs, s, ns, name, container, o.Timeout); err != nil {
+		return nil, err
+	}
+	sa, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "serviceAccountName")
+	if sa == "" {
+		sa = "default"
+	}
+	return inClusterOperator(cs, p, after, container, sa), nil
+}
+
+// needsRestart: the Deployment ran before, its pod template did not
+// change (else the apply already rolls it out), and the image ID did.
+func needsRestart(before, after *appsv1.Deployment, newID string) bool {
+	if before == nil || newID == "" {
+		return false
+	}
+	if !equality.Semantic.DeepEqual(before.Spec.Template, after.Spec.Template) {
+		return false
+	}
+	return before.Annotations[ImageIDAnnotation] != newID
+}
+
+// managerDeployment finds the manager: the Deployment with a container
+// named manager (kubebuilder), else the only Deployment.
+func managerDeployment(objs []*unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+	var deps []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && strings.HasPrefix(o.GetAPIVersion(), "apps/") {
+			deps = append(deps, o)
+		}
+	}
+	for _, d := range deps {
+		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok && m["name"] == "manager" {
+				return d, "manager", nil
+			}
+		}
+	}
+	if len(deps) == 1 {
+		cs, _, _ := unstructured.NestedSlice(deps[0].Object, "spec", "template", "spec", "containers")
+		if len(cs) == 1 {
+			if m, ok := cs[0].(map[string]any); ok {
+				name, _ := m["name"].(string)
+				return deps[0], name, nil
+			}
+		}
+	}
+	return nil, "", userr.Usage("config/default renders no Deployment with a container named manager",
+		"keep kubebuilder's config/manager/manager.yaml (Deployment controller-manager, container manager) in config/default's resources")
+}
+
+func setImage(dep *unstructured.Unstructured, container, img string) error {
+	cs, _, err := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if err != nil {
+		return err
+	}
+	for i, c := range cs {
+		m, ok := c.(map[string]any)
+		if !ok || m["name"] != container {
+			continue
+		}
+		m["image"] = img
+		m["imagePullPolicy"] = string(corev1.PullIfNotPresent)
+		cs[i] = m
+	}
+	return unstructured.SetNestedSlice(dep.Object, cs, "spec", "template", "spec", "containers")
+}
+
+// waitRolledOut watches the Deployment until the rollout is complete
+// (as `kubectl rollout status`) and it is Available, showing progress.
+func waitRolledOut(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, s *iostreams.IOStreams, ns, name, container string, timeout time.Duration) error {
+	step := s.StartStep(fmt.Sprintf("Waiting for deployment %s/%s", ns, name))
+	last, err := kube.WaitFor(ctx, cfg, appsv1.SchemeGroupVersion.WithResource("deployments"), ns, name, timeout, func(u *unstructured.Unstructured) (bool, error) {
+		if u == nil {
+			step.Update("not created yet")
+			return false, nil
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
+			return false, err
+		}
+		done, msg, err := rolloutStatus(d)
+		step.Update("%s", msg)
+		return done, err
+	})
+	if err == nil {
+		step.Done()
+		return nil
+	}
+	step.Fail()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return rolloutError(ctx, cs, ns, name, container, last, err)
+}
+
+// rolloutStatus says whether the rollout of d is complete, with a short
+// progress message.
+func rolloutStatus(d *appsv1.Deployment) (bool, string, error) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	st := d.Status
+	msg := fmt.Sprintf("%d/%d updated, %d/%d available", st.UpdatedReplicas, want, st.AvailableReplicas, want)
+	if d.Generation > st.ObservedGeneration {
+		return false, "waiting for the deployment controller", nil
+	}
+	for _, c := range st.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+			return false, msg, fmt.Errorf("rollout exceeded its progress deadline: %s", c.Message)
+		}
+	}
+	if st.UpdatedReplicas < want || st.Replicas > st.UpdatedReplicas || st.AvailableReplicas < st.UpdatedReplicas {
+		if st.Replicas > st.UpdatedReplicas {
+			msg += fmt.Sprintf(", %d old pods terminating", st.Replicas-st.UpdatedReplicas)
+		}
+		return false, msg, nil
+	}
+	for _, c := range st.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			return c.Status == corev1.ConditionTrue, msg, nil
+		}
+	}
+	return false, msg, nil
+}
+
+// rolloutError explains a rollout that did not finish, from the pods'
+// states: the image-pull and crash traps of the labs get their own advice.
+func rolloutError(ctx context.Context, cs kubernetes.Interface, ns, name, container string, last *unstructured.Unstructured, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	what := fmt.Sprintf("deployment %s/%s did not become Available", ns, name)
+	next := fmt.Sprintf("see `kubectl describe deployment -n %s %s` and its pods' events", ns, name)
+	if last != nil {
+		d := &appsv1.Deployment{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(last.Object, d) == nil {
+			_, msg, _ := rolloutStatus(d)
+			what += " (" + msg + ")"
+			if pod, reason, detail := podTrouble(ctx, cs, d); reason != "" {
+				what += fmt.Sprintf(": pod %s is %s", pod, reason)
+				if detail != "" {
+					what += " (" + detail + ")"
+				}
+				next = troubleAdvice(reason, ns, name, container, d)
+			}
+		}
+	}
+	return userr.Wrap(cause, userr.ExitFailure, what+": "+userr.Message(cause), next)
+}
+
+func podTrouble(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment) (pod, reason, detail string) {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return "", "", ""
+	}
+	pods, err := cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return "", "", ""
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+				return p.Name, w.Reason, firstLineOf(w.Message)
+			}
+			if t := c.LastTerminationState.Terminated; t != nil && c.RestartCount > 0 {
+				return p.Name, "restarting", fmt.Sprintf("exit code %d, %d restarts", t.ExitCode, c.RestartCount)
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return p.Name, "unschedulable", firstLineOf(c.Message)
+			}
+		}
+	}
+	return "", "", ""
+}
+
+func troubleAdvice(reason, ns, name, container string, d *appsv1.Deployment) string {
+	img := ""
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == container {
+			img = c.Image
+		}
+	}
+	switch reason {
+	case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+		return fmt.Sprintf("the node does not have image %s: it must be loaded into the cluster under exactly that name (Podman builds are localhost/NAME) with imagePullPolicy IfNotPresent; `labctl up` does both", img)
+	case "CrashLoopBackOff", "restarting", "Error":
+		return fmt.Sprintf("the manager exits: read its log with `kubectl logs -n %s deployment/%s -c %s --previous`", ns, name, container)
+	case "CreateContainerConfigError":
+		return fmt.Sprintf("a Secret or ConfigMap the manager needs is missing: `kubectl describe pod -n %s` names it", ns)
+	case "unschedulable":
+		return "no node can run the manager: check its resource requests and the nodes (`kubectl describe nodes`)"
+	}
+	return fmt.Sprintf("see `kubectl describe pod -n %s` for the pod's events", ns)
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	return id
+}
+
+func apiError(err error, what string) error {
+	return userr.Wrap(err, userr.ExitFailure, what+": "+userr.Message(err), "check that the cluster is running (`labctl status`)")
+}
+
+// inClusterOperator describes the deployed manager.
+func inClusterOperator(cs kubernetes.Interface, p *Project, d *appsv1.Deployment, container, sa string) *Operator {
+	ns := d.Namespace
+	selector := ""
+	if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
+		selector = sel.String()
+	}
+	pods := func(ctx context.Context) ([]corev1.Pod, error) {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}
+	return &Operator{
+		Project:        p,
+		Namespace:      ns,
+		ServiceAccount: sa,
+		Identity:       ServiceAccountUser(ns, sa),
+		Logs: func(ctx context.Context) ([]byte, error) {
+			ps, err := pods(ctx)
+			if err != nil {
+				return nil, err
+			}
+			var live []corev1.Pod
+			for _, p := range ps {
+				if p.DeletionTimestamp == nil {
+					live = append(live, p)
+				}
+			}
+			if len(live) == 0 {
+				return nil, fmt.Errorf("no manager pod in %s matches %s", ns, selector)
+			}
+			sort.Slice(live, func(i, j int) bool { return live[j].CreationTimestamp.Before(&live[i].CreationTimestamp) })
+			return cs.CoreV1().Pods(ns).GetLogs(live[0].Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+		},
+		Restarts: func(ctx context.Context) (int, error) {
+			ps, err := pods(ctx)
+			if err != nil {
+				return 0, err
+			}
+			n := 0
+			for _, p := range ps {
+				for _, c := range p.Status.ContainerStatuses {
+					n += int(c.RestartCount)
+				}
+			}
+			return n, nil
+		},
+	}
+}
+
+// KindOptions tune ToKind.
+type KindOptions struct {
+	Streams *iostreams.IOStreams
+	// Provider finds the cluster's engine and nodes (default a kind
+	// provider with default settings).
+	Provider *kind.Provider
+	// Mode is how the image is built (default $LABCTL_BUILD, else the
+	// project's Dockerfile).
+	Mode image.Mode
+	// Tag is the image name (default $LABCTL_IMAGE, else NAME:latest).
+	Tag     string
+	Timeout time.Duration
+}
+
+// ToKind builds the project's image with the cluster's engine, loads it
+// into every node and deploys it in-cluster.
+func ToKind(ctx context.Context, c *cluster.Cluster, p *Project, o KindOptions) (*Operator, error) {
+	s := o.Streams
+	if s == nil {
+		s, _, _ = iostreams.Test(false)
+	}
+	prov := o.Provider
+	if prov == nil {
+		prov = &kind.Provider{}
+	}
+	mode := o.Mode
+	if mode == "" {
+		var err error
+		if mode, err = image.ParseMode(os.Getenv("LABCTL_BUILD")); err != nil {
+			return nil, err
+		}
+	}
+	tag := o.Tag
+	if tag == "" {
+		tag = os.Getenv("LABCTL_IMAGE")
+	}
+	if tag == "" {
+		tag = image.DefaultTag(p.Name)
+	}
+	if err := image.ValidateRef(tag); err != nil {
+		return nil, err
+	}
+	e, nodes, err := prov.Nodes(ctx, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	step := s.StartStep(fmt.Sprintf("Building image %s (%s, %s)", tag, mode, e.Name))
+	var buildLog io.Writer
+	if s.Verbose {
+		buildLog = s.ErrOut
+	}
+	built, err := image.Build(ctx, image.BuildOptions{
+		Engine: e, Dir: p.Dir, Tag: tag, Mode: mode,
+		Progress: step.Update, Log: buildLog,
+	})
+	if err != nil {
+		step.Fail()
+		image.PrintLogTail(s.ErrOut, err)
+		return nil, err
+	}
+	step.Done(shortID(built.ID))
+	step = s.StartStep(fmt.Sprintf("Loading %s into %d node(s)", built.Ref, len(nodes)))
+	loaded, err := image.Load(ctx, image.LoadOptions{Engine: e, Nodes: nodes, Ref: built.Ref, Progress: step.Update})
+	if err != nil {
+		step.Fail()
+		return nil, err
+	}
+	if len(loaded.LoadedInto) == 0 {
+		step.Skip("already on every node")
+	} else {
+		step.Done()
+	}
+	return InCluster(ctx, c.Config, p, InClusterOptions{Streams: s, Image: loaded.Ref, ImageID: loaded.ID, Timeout: o.Timeout})
+}
+
+// ExistingOptions tune ToExisting.
+type ExistingOptions struct {
+	Streams *iostreams.IOStreams
+	// Image is an image the cluster can pull (default $LABCTL_IMAGE).
+	Image   string
+	Timeout time.Duration
+}
+
+// ToExisting deploys into a cluster labctl did not create: it cannot load
+// images there, so the manager image must be pullable by the cluster.
+func ToExisting(ctx context.Context, c *cluster.Cluster, p *Project, o ExistingOptions) (*Operator, error) {
+	img := o.Image
+	if img == "" {
+		img = os.Getenv("LABCTL_IMAGE")
+	}
+	if img == "" {
+		return nil, userr.Usage("deploying into an existing cluster needs an image the cluster can pull",
+			"push your image to a registry and set LABCTL_IMAGE=registry/name:tag, or run `labctl up --no-operator` and deploy with `make deploy`")
+	}
+	if err := image.ValidateRef(img); err != nil {
+		return nil, err
+	}
+	return InCluster(ctx, c.Config, p, InClusterOptions{Streams: o.Streams, Image: img, Timeout: o.Timeout})
+}
