@@ -177,8 +177,10 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 			fmt.Fprintln(s.ErrOut, s.Styles().Muted.Render("  "+l))
 		}
 		last := "no output"
-		if len(tail) > 0 {
-			last = tail[len(tail)-1]
+		for _, l := range tail {
+			if !strings.HasPrefix(l, "==== labctl supervisor") {
+				last = l // the manager's own last words, not the supervisor's note
+			}
 		}
 		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log ends: %s", err, truncate(last, 200)),
 			"see "+logFile+"; fix the operator and run `labctl up` again")

@@ -1,0 +1,103 @@
+package root
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// fakeProvider records calls; unit tests may fake providers.
+type fakeProvider struct {
+	name  string
+	upped []string
+}
+
+func (f *fakeProvider) Name() string { return f.name }
+func (f *fakeProvider) Up(_ context.Context, o cluster.UpOptions) (*cluster.Cluster, error) {
+	f.upped = append(f.upped, o.Name)
+	return &cluster.Cluster{Name: o.Name, Provider: f.name, Context: "ctx-" + o.Name, Kubeconfig: "/k"}, nil
+}
+func (f *fakeProvider) Get(context.Context, string) (*cluster.Cluster, error) {
+	return nil, cluster.ErrNotFound
+}
+func (f *fakeProvider) Down(context.Context, string) error { return nil }
+func (f *fakeProvider) Status(context.Context, string) (*cluster.Status, error) {
+	return nil, cluster.ErrNotFound
+}
+
+func run(t *testing.T, tty bool, args ...string) (*fakeProvider, string, string, error) {
+	s, out, errOut := iostreams.Test(tty)
+	p := &fakeProvider{name: "local"}
+	f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"local": p}}}
+	cmd := NewCommand(f)
+	cmd.SetArgs(args)
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	err := cmd.ExecuteContext(context.Background())
+	return p, out.String(), errOut.String(), err
+}
+
+func TestUnknownProviderIsAUsageError(t *testing.T) {
+	_, _, _, err := run(t, false, "up", "--provider", "vagrant")
+	require.Error(t, err)
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
+	assert.Equal(t, `unknown provider "vagrant": use one of: auto, local`, userr.Message(err))
+}
+
+func TestUpUsesTheNamedCluster(t *testing.T) {
+	p, out, _, err := run(t, false, "up", "--provider", "local", "--name", "lab1", "--no-operator")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"lab1"}, p.upped)
+	assert.Contains(t, out, "cluster lab1 is ready; kubectl context ctx-lab1")
+	assert.NotContains(t, out, "\x1b[", "no colour when not a terminal")
+}
+
+func TestUpProjectAndNoOperatorConflict(t *testing.T) {
+	_, _, _, err := run(t, false, "up", "--project", "x", "--no-operator")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "none of the others can be")
+}
+
+func TestDownOfAMissingClusterSaysSo(t *testing.T) {
+	_, _, _, err := run(t, false, "down", "--name", "ghost")
+	require.Error(t, err)
+	assert.Equal(t, `there is no cluster named "ghost": `+"`labctl status` lists the clusters labctl manages", userr.Message(err))
+}
+
+func TestStatusWithNoClusters(t *testing.T) {
+	_, out, _, err := run(t, false, "status")
+	require.NoError(t, err)
+	assert.Contains(t, out, "No clusters. Run `labctl up` to create one.")
+}
+
+func TestVersion(t *testing.T) {
+	_, out, _, err := run(t, false, "version")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, "labctl test"))
+	assert.Contains(t, out, "kubernetes v1.37.2")
+}
+
+func TestCompletionIsAvailable(t *testing.T) {
+	_, out, _, err := run(t, false, "completion", "bash")
+	require.NoError(t, err)
+	assert.Contains(t, out, "bash completion")
+}
+
+func TestColourOnATerminalAndOffWithNoColor(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	_, out, _, err := run(t, true, "up", "--provider", "local", "--no-operator")
+	require.NoError(t, err)
+	assert.Contains(t, out, "\x1b[", "styled on a terminal")
+
+	_, out, _, err = run(t, true, "--no-color", "up", "--provider", "local", "--no-operator")
+	require.NoError(t, err)
+	assert.NotContains(t, out, "\x1b[")
+}

@@ -1,0 +1,79 @@
+package kubeconfig
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/labctl/labctl/internal/userr"
+)
+
+func config(name, server string) *clientcmdapi.Config {
+	c := clientcmdapi.NewConfig()
+	c.Clusters[name] = &clientcmdapi.Cluster{Server: server}
+	c.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t-" + name}
+	c.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	c.CurrentContext = name
+	return c
+}
+
+func TestMergeKeepsEverythingElseAndRemoveTakesOnlyOurs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, clientcmd.WriteToFile(*config("mine", "https://mine"), path))
+
+	require.NoError(t, Merge(path, config("labctl-x", "https://127.0.0.1:1"), "labctl-x"))
+	got, err := clientcmd.LoadFromFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "labctl-x", got.CurrentContext)
+	assert.Equal(t, "https://mine", got.Clusters["mine"].Server)
+	assert.Equal(t, "t-mine", got.AuthInfos["mine"].Token)
+	assert.Equal(t, "https://127.0.0.1:1", got.Clusters["labctl-x"].Server)
+
+	// merging again replaces only our entry
+	require.NoError(t, Merge(path, config("labctl-x", "https://127.0.0.1:2"), "labctl-x"))
+	got, _ = clientcmd.LoadFromFile(path)
+	assert.Equal(t, "https://127.0.0.1:2", got.Clusters["labctl-x"].Server)
+	assert.Len(t, got.Contexts, 2)
+
+	require.NoError(t, Remove(path, "labctl-x"))
+	got, _ = clientcmd.LoadFromFile(path)
+	assert.NotContains(t, got.Contexts, "labctl-x")
+	assert.Contains(t, got.Contexts, "mine")
+	assert.Empty(t, got.CurrentContext, "the removed context is no longer current")
+}
+
+func TestMergeCreatesAMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "config")
+	require.NoError(t, Merge(path, config("labctl-x", "https://h"), "labctl-x"))
+	_, err := os.Stat(path)
+	require.NoError(t, err)
+}
+
+func TestRemoveWithoutFileOrContextIsFine(t *testing.T) {
+	assert.NoError(t, Remove(filepath.Join(t.TempDir(), "none"), "labctl-x"))
+}
+
+func TestCorruptKubeconfigIsNotOverwritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(path, []byte("{{{ not yaml"), 0o600))
+	err := Merge(path, config("labctl-x", "https://h"), "labctl-x")
+	require.Error(t, err)
+	assert.Contains(t, userr.Message(err), "cannot read kubeconfig")
+	raw, _ := os.ReadFile(path)
+	assert.Equal(t, "{{{ not yaml", string(raw), "the user's file is left as it was")
+}
+
+func TestUnwritableLocation(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	err := Merge(filepath.Join(file, "config"), config("labctl-x", "https://h"), "labctl-x")
+	require.Error(t, err)
+	msg := userr.Message(err)
+	assert.Contains(t, msg, "cannot write kubeconfig")
+	assert.Contains(t, msg, "set KUBECONFIG to a writable file")
+}
