@@ -1,0 +1,97 @@
+package kind
+
+import (
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+)
+
+// NodeImage is the node image kind v0.33.0 defaults to (Kubernetes
+// v1.37.0), pinned by digest so every student gets the same cluster.
+const NodeImage = "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"
+
+// Paths inside the control-plane node container.
+const (
+	// AuditLogPath is where the API server writes its audit log.
+	AuditLogPath = "/var/log/kubernetes/audit/audit.log"
+	auditLogDir  = "/var/log/kubernetes/audit"
+	// policyDir holds the audit policy labctl mounts from the host.
+	policyDir  = "/etc/kubernetes/labctl"
+	policyPath = policyDir + "/audit-policy.yaml"
+)
+
+// auditPolicy records every request at Metadata level (who, verb, object,
+// response code) without the RequestReceived stage, and leaves out the
+// control plane's own chatter, which would drown the operator's requests.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  users: ["system:kube-controller-manager", "system:kube-scheduler", "system:kube-proxy", "system:apiserver"]
+- level: None
+  userGroups: ["system:nodes", "system:serviceaccounts:kube-system", "system:serviceaccounts:local-path-storage"]
+- level: None
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*", "/api", "/apis*"]
+- level: Metadata
+`
+
+// auditPatch turns on audit logging in kubeadm's ClusterConfiguration
+// (v1beta4: extraArgs is a list of name/value pairs; kind merges it with
+// its own arguments) and mounts the policy and log directories into the
+// API server's static pod.
+const auditPatch = `apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+apiServer:
+  extraArgs:
+  - name: audit-policy-file
+    value: ` + policyPath + `
+  - name: audit-log-path
+    value: ` + AuditLogPath + `
+  - name: audit-log-maxsize
+    value: "200"
+  - name: audit-log-maxbackup
+    value: "1"
+  extraVolumes:
+  - name: labctl-audit-policy
+    hostPath: ` + policyDir + `
+    mountPath: ` + policyDir + `
+    readOnly: true
+    pathType: DirectoryOrCreate
+  - name: labctl-audit-log
+    hostPath: ` + auditLogDir + `
+    mountPath: ` + auditLogDir + `
+    readOnly: false
+    pathType: DirectoryOrCreate
+`
+
+// ClusterConfig is the kind configuration of the course cluster: one
+// control-plane node labelled ingress-ready=true with host ports 80 and 443
+// mapped (as the course's setup script does, when mapPorts), and API audit
+// logging with the policy file at policyHostPath.
+func ClusterConfig(name, nodeImage, policyHostPath string, mapPorts bool) *v1alpha4.Cluster {
+	node := v1alpha4.Node{
+		Role:   v1alpha4.ControlPlaneRole,
+		Image:  nodeImage,
+		Labels: map[string]string{"ingress-ready": "true"},
+		ExtraMounts: []v1alpha4.Mount{{
+			HostPath:      policyHostPath,
+			ContainerPath: policyPath,
+			Readonly:      true,
+		}},
+	}
+	if mapPorts {
+		node.ExtraPortMappings = []v1alpha4.PortMapping{
+			{ContainerPort: 80, HostPort: 80, Protocol: v1alpha4.PortMappingProtocolTCP},
+			{ContainerPort: 443, HostPort: 443, Protocol: v1alpha4.PortMappingProtocolTCP},
+		}
+	}
+	return &v1alpha4.Cluster{
+		TypeMeta:             v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
+		Name:                 name,
+		Nodes:                []v1alpha4.Node{node},
+		KubeadmConfigPatches: []string{auditPatch},
+	}
+}

@@ -1,0 +1,504 @@
+package kind_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/kind"
+	"github.com/labctl/labctl/internal/engine"
+	"github.com/labctl/labctl/internal/engine/enginetest"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/testcluster"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// A real local control plane stands in for the kind cluster's API server
+// where the provider talks to the API (the default ServiceAccount wait,
+// /readyz); it starts on first use and only outside -short.
+var (
+	apiOnce  sync.Once
+	apiEnv   *testcluster.Cluster
+	apiStop  func()
+	apiErr   error
+	mainOnce sync.Mutex
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	mainOnce.Lock()
+	if apiStop != nil {
+		apiStop()
+	}
+	mainOnce.Unlock()
+	os.Exit(code)
+}
+
+func apiServer(t *testing.T) *testcluster.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a local control plane: not in -short")
+	}
+	apiOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		mainOnce.Lock()
+		defer mainOnce.Unlock()
+		apiEnv, apiStop, apiErr = testcluster.Start(ctx, "kindtest")
+	})
+	require.NoError(t, apiErr)
+	return apiEnv
+}
+
+// kindKubeconfig rewrites the local cluster's admin kubeconfig the way
+// kind names things (context, cluster and user kind-NAME).
+func kindKubeconfig(t *testing.T, env *testcluster.Cluster, name string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	require.NoError(t, err)
+	old := cfg.Contexts[cfg.CurrentContext]
+	n := kind.ContextName(name)
+	cfg.Clusters = map[string]*clientcmdapi.Cluster{n: cfg.Clusters[old.Cluster]}
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{n: cfg.AuthInfos[old.AuthInfo]}
+	cfg.Contexts = map[string]*clientcmdapi.Context{n: {Cluster: n, AuthInfo: n}}
+	cfg.CurrentContext = n
+	raw, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return string(raw)
+}
+
+// fakeAPI is kind's library for tests: clusters are lists of fake nodes.
+type fakeAPI struct {
+	mu         sync.Mutex
+	clusters   map[string][]nodes.Node
+	created    []*v1alpha4.Cluster
+	deleted    []string
+	createErr  error
+	kubeconfig string
+	calls      []string
+	onCreate   func(name string)
+}
+
+func newFakeAPI() *fakeAPI { return &fakeAPI{clusters: map[string][]nodes.Node{}} }
+
+func (f *fakeAPI) Create(cfg *v1alpha4.Cluster, kubeconfigPath string, wait time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "create "+cfg.Name)
+	f.created = append(f.created, cfg)
+	if f.createErr != nil {
+		return f.createErr
+	}
+	f.clusters[cfg.Name] = []nodes.Node{enginetest.NewNode(kind.ControlPlaneNode(cfg.Name))}
+	if f.onCreate != nil {
+		f.onCreate(cfg.Name)
+	}
+	return os.WriteFile(kubeconfigPath, []byte(f.kubeconfig), 0o600)
+}
+
+func (f *fakeAPI) Delete(name, kubeconfigPath string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "delete "+name+" "+kubeconfigPath)
+	f.deleted = append(f.deleted, name)
+	delete(f.clusters, name)
+	return nil
+}
+
+func (f *fakeAPI) List() ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for n := range f.clusters {
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (f *fakeAPI) ListNodes(name string) ([]nodes.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clusters[name], nil
+}
+
+func (f *fakeAPI) KubeConfig(name string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.clusters[name]; !ok {
+		return "", fmt.Errorf("could not locate any control plane nodes for cluster named %q", name)
+	}
+	return f.kubeconfig, nil
+}
+
+// containers scripts `<engine> inspect --type container NAME` and
+// `<engine> start`.
+type containers struct {
+	mu    sync.Mutex
+	state map[string]*engine.Container
+}
+
+func (c *containers) attach(r *enginetest.Runner, name string) {
+	r.On(name+" inspect --type container", func(cmd engine.Cmd) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		n := cmd.Args[len(cmd.Args)-1]
+		ct, ok := c.state[n]
+		if !ok {
+			return enginetest.Fail(cmd, 1, "Error: No such container: "+n+"\n")
+		}
+		fmt.Fprintf(cmd.Stdout, "%v", ct.Running)
+		for k, v := range ct.Labels {
+			fmt.Fprintf(cmd.Stdout, "\n%s=%s", k, v)
+		}
+		fmt.Fprintln(cmd.Stdout)
+		return nil
+	})
+	r.On(name+" start", func(cmd engine.Cmd) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, n := range cmd.Args[1:] {
+			c.state[n].Running = true
+		}
+		return nil
+	})
+}
+
+type fixture struct {
+	p      *kind.Provider
+	api    *fakeAPI
+	r      *enginetest.Runner
+	cts    *containers
+	userKC string
+	s      *iostreams.IOStreams
+	errOut *bytes.Buffer
+}
+
+func newFixture(t *testing.T, engineName string) *fixture {
+	t.Helper()
+	f := &fixture{api: newFakeAPI(), r: enginetest.NewRunner(), cts: &containers{state: map[string]*engine.Container{}}}
+	f.r.Running(engineName, "27.1.0")
+	f.cts.attach(f.r, engineName)
+	f.p = &kind.Provider{
+		Runner:    f.r,
+		Getenv:    func(string) string { return "" },
+		NewAPI:    func(*engine.Engine, kind.Progress) kind.API { return f.api },
+		StateRoot: t.TempDir(),
+		PortInUse: func(int) bool { return false },
+	}
+	f.api.onCreate = func(name string) {
+		f.cts.mu.Lock()
+		defer f.cts.mu.Unlock()
+		f.cts.state[kind.ControlPlaneNode(name)] = &engine.Container{Exists: true, Running: true, Labels: map[string]string{"io.x-k8s.kind.cluster": name}}
+	}
+	f.userKC = filepath.Join(t.TempDir(), "config")
+	f.s, _, f.errOut = iostreams.Test(false)
+	return f
+}
+
+// exists puts a running kind cluster into the fake.
+func (f *fixture) exists(name string, running bool) *enginetest.Node {
+	n := enginetest.NewNode(kind.ControlPlaneNode(name))
+	f.api.clusters[name] = []nodes.Node{n}
+	f.cts.state[n.Name] = &engine.Container{Exists: true, Running: running, Labels: map[string]string{"io.x-k8s.kind.cluster": name}}
+	return n
+}
+
+func (f *fixture) up(name string) (*cluster.Cluster, error) {
+	return f.p.Up(context.Background(), cluster.UpOptions{Name: name, Streams: f.s, KubeconfigPath: f.userKC})
+}
+
+func TestUpCreatesTheCourseCluster(t *testing.T) {
+	env := apiServer(t)
+	f := newFixture(t, "docker")
+	f.api.kubeconfig = kindKubeconfig(t, env, cluster.DefaultName)
+	c, err := f.up(cluster.DefaultName)
+	require.NoError(t, err, f.errOut.String())
+
+	require.Len(t, f.api.created, 1)
+	cfg := f.api.created[0]
+	assert.Equal(t, "k8s-operators-course", cfg.Name)
+	require.Len(t, cfg.Nodes, 1)
+	node := cfg.Nodes[0]
+	assert.Equal(t, v1alpha4.ControlPlaneRole, node.Role)
+	assert.Equal(t, kind.NodeImage, node.Image)
+	assert.Contains(t, kind.NodeImage, "kindest/node:v1.37.0@sha256:")
+	assert.Equal(t, map[string]string{"ingress-ready": "true"}, node.Labels)
+	require.Len(t, node.ExtraPortMappings, 2)
+	assert.Equal(t, int32(80), node.ExtraPortMappings[0].HostPort)
+	assert.Equal(t, int32(443), node.ExtraPortMappings[1].HostPort)
+	require.Len(t, node.ExtraMounts, 1)
+	policy, err := os.ReadFile(node.ExtraMounts[0].HostPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(policy), "omitStages: [\"RequestReceived\"]")
+	assert.Contains(t, string(policy), "- level: Metadata")
+	assert.True(t, filepath.IsAbs(node.ExtraMounts[0].HostPath))
+	require.Len(t, cfg.KubeadmConfigPatches, 1)
+	assertAuditPatch(t, cfg.KubeadmConfigPatches[0], node.ExtraMounts[0].ContainerPath)
+
+	assert.Equal(t, "kind", c.Provider)
+	assert.Equal(t, "kind-k8s-operators-course", c.Context)
+	assert.False(t, c.Reused)
+	assert.True(t, c.Env.RealPods)
+	assert.NotNil(t, c.Env.AuditLog)
+	assert.Equal(t, f.p.Dir(cluster.DefaultName), c.Env.StateDir)
+	assert.FileExists(t, c.Kubeconfig)
+
+	user, err := clientcmd.LoadFromFile(f.userKC)
+	require.NoError(t, err)
+	assert.Equal(t, "kind-k8s-operators-course", user.CurrentContext)
+	assert.Contains(t, user.Contexts, "kind-k8s-operators-course")
+
+	// Up again: reused, nothing created.
+	c, err = f.up(cluster.DefaultName)
+	require.NoError(t, err)
+	assert.True(t, c.Reused)
+	assert.Len(t, f.api.created, 1)
+
+	// Status: node healthy, API ready.
+	st, err := f.p.Status(context.Background(), cluster.DefaultName)
+	require.NoError(t, err)
+	assert.True(t, st.Running, "%+v", st.Components)
+
+	// Down: kind deletes, the context leaves the user's kubeconfig.
+	require.NoError(t, f.p.Down(context.Background(), cluster.DefaultName))
+	assert.Equal(t, []string{cluster.DefaultName}, f.api.deleted)
+	user, err = clientcmd.LoadFromFile(f.userKC)
+	require.NoError(t, err)
+	assert.NotContains(t, user.Contexts, "kind-k8s-operators-course")
+	assert.NoDirExists(t, f.p.Dir(cluster.DefaultName))
+}
+
+// assertAuditPatch checks the kubeadm patch: v1beta4 list-style extraArgs
+// pointing at the mounted policy, and volumes for policy and log.
+func assertAuditPatch(t *testing.T, patch, policyInNode string) {
+	t.Helper()
+	var p struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		APIServer  struct {
+			ExtraArgs []struct {
+				Name, Value string
+			} `json:"extraArgs"`
+			ExtraVolumes []struct {
+				Name      string `json:"name"`
+				HostPath  string `json:"hostPath"`
+				MountPath string `json:"mountPath"`
+				ReadOnly  bool   `json:"readOnly"`
+			} `json:"extraVolumes"`
+		} `json:"apiServer"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(patch), &p), patch)
+	assert.Equal(t, "kubeadm.k8s.io/v1beta4", p.APIVersion)
+	assert.Equal(t, "ClusterConfiguration", p.Kind)
+	args := map[string]string{}
+	for _, a := range p.APIServer.ExtraArgs {
+		args[a.Name] = a.Value
+	}
+	assert.Equal(t, policyInNode, args["audit-policy-file"])
+	assert.Equal(t, kind.AuditLogPath, args["audit-log-path"])
+	mounts := map[string]string{}
+	for _, v := range p.APIServer.ExtraVolumes {
+		assert.Equal(t, v.HostPath, v.MountPath)
+		mounts[v.MountPath] = v.Name
+	}
+	assert.Contains(t, mounts, filepath.Dir(policyInNode))
+	assert.Contains(t, mounts, filepath.Dir(kind.AuditLogPath))
+}
+
+func TestUpReusesAndStartsStoppedNodes(t *testing.T) {
+	env := apiServer(t)
+	f := newFixture(t, "podman")
+	f.api.kubeconfig = kindKubeconfig(t, env, "lab")
+	f.exists("lab", false)
+	c, err := f.up("lab")
+	require.NoError(t, err, f.errOut.String())
+	assert.True(t, c.Reused)
+	assert.Empty(t, f.api.created)
+	assert.Equal(t, 1, f.r.Called("podman start lab-control-plane"))
+}
+
+func TestUpWithoutPortsWhenTaken(t *testing.T) {
+	env := apiServer(t)
+	f := newFixture(t, "docker")
+	f.api.kubeconfig = kindKubeconfig(t, env, "ports")
+	f.p.PortInUse = func(port int) bool { return port == 443 }
+	_, err := f.up("ports")
+	require.NoError(t, err, f.errOut.String())
+	assert.Empty(t, f.api.created[0].Nodes[0].ExtraPortMappings)
+	assert.Contains(t, f.errOut.String(), "port 443 is in use")
+}
+
+func TestUpErrors(t *testing.T) {
+	t.Run("no engine", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.r = enginetest.NewRunner()
+		f.p.Runner = f.r
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Equal(t, userr.ExitEnvironment, userr.Code(err))
+		assert.Contains(t, userr.Message(err), "no container engine")
+		assert.Empty(t, f.api.created)
+	})
+	t.Run("daemon down", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.p.Runner = enginetest.NewRunner().DaemonDown("docker")
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Contains(t, userr.Message(err), "docker is installed but not running")
+		assert.Contains(t, userr.Message(err), "systemctl start docker")
+	})
+	t.Run("invalid name", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		_, err := f.up("Lab_1")
+		require.Error(t, err)
+		assert.Equal(t, userr.ExitUsage, userr.Code(err))
+	})
+	t.Run("name taken by a non-kind container", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.cts.state["lab-control-plane"] = &engine.Container{Exists: true, Running: true, Labels: map[string]string{"maintainer": "someone"}}
+		_, err := f.up("lab")
+		require.Error(t, err)
+		msg := userr.Message(err)
+		assert.Contains(t, msg, `the name "lab" is taken: a docker container lab-control-plane exists that is not a node of kind cluster "lab"`)
+		assert.Contains(t, msg, "docker rm -f lab-control-plane")
+		assert.Contains(t, msg, "--name")
+		assert.Empty(t, f.api.created, "kind not asked to create")
+	})
+	t.Run("kubeconfig read-only", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			// root ignores file modes: simulate with a directory in the way.
+			f := newFixture(t, "docker")
+			require.NoError(t, os.MkdirAll(f.userKC, 0o755))
+			_, err := f.up("lab")
+			require.Error(t, err)
+			assert.Contains(t, userr.Message(err), "cannot write kubeconfig "+f.userKC)
+			assert.Contains(t, userr.Message(err), "set KUBECONFIG")
+			assert.Empty(t, f.api.created, "checked before creating")
+			return
+		}
+		f := newFixture(t, "docker")
+		require.NoError(t, os.WriteFile(f.userKC, []byte("apiVersion: v1\nkind: Config\n"), 0o400))
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Contains(t, userr.Message(err), "cannot write kubeconfig "+f.userKC+": permission denied")
+		assert.Empty(t, f.api.created)
+	})
+	t.Run("kind fails to create", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.api.createErr = errors.New("failed to create cluster: command \"docker run --name lab-control-plane\" failed with error: exit status 125\nBind for 0.0.0.0:80 failed: port is already allocated")
+		_, err := f.up("lab")
+		require.Error(t, err)
+		msg := userr.Message(err)
+		assert.NotContains(t, msg, "\n")
+		assert.Contains(t, msg, `kind could not create cluster "lab"`)
+		assert.Contains(t, msg, "port is already allocated")
+		assert.Contains(t, msg, "-v")
+	})
+}
+
+func TestAuditLogReadsFromTheNode(t *testing.T) {
+	env := apiServer(t)
+	f := newFixture(t, "docker")
+	f.api.kubeconfig = kindKubeconfig(t, env, "audit")
+	f.exists("audit", true)
+	f.r.On("docker exec audit-control-plane cat "+kind.AuditLogPath, func(c engine.Cmd) error {
+		_, err := io.WriteString(c.Stdout, `{"verb":"create"}`+"\n")
+		return err
+	})
+	c, err := f.p.Get(context.Background(), "audit")
+	require.NoError(t, err)
+	rc, err := c.Env.AuditLog(context.Background())
+	require.NoError(t, err)
+	raw, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	assert.Equal(t, `{"verb":"create"}`+"\n", string(raw))
+
+	f.r.OnFail("docker exec audit-control-plane cat", 1, "cat: /var/log/kubernetes/audit/audit.log: No such file or directory")
+	rc, err = c.Env.AuditLog(context.Background())
+	require.NoError(t, err)
+	_, err = io.ReadAll(rc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "No such file or directory")
+}
+
+func TestGetAndDownNotFound(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "docker")
+	_, err := f.p.Get(ctx, "nope")
+	assert.True(t, errors.Is(err, cluster.ErrNotFound), "%v", err)
+	_, err = f.p.Status(ctx, "nope")
+	assert.True(t, errors.Is(err, cluster.ErrNotFound))
+	err = f.p.Down(ctx, "nope")
+	assert.True(t, errors.Is(err, cluster.ErrNotFound))
+	assert.Contains(t, userr.Message(err), `there is no kind cluster named "nope"`)
+
+	// No engine at all: every kind cluster is "not found", so commands
+	// trying each provider go on to the next one.
+	f.p.Runner = enginetest.NewRunner()
+	f.p = &kind.Provider{Runner: enginetest.NewRunner(), Getenv: func(string) string { return "" }, StateRoot: t.TempDir()}
+	_, err = f.p.Get(ctx, "nope")
+	assert.True(t, errors.Is(err, cluster.ErrNotFound), "%v", err)
+	assert.Contains(t, userr.Message(err), "no container engine")
+	names, err := f.p.List()
+	assert.NoError(t, err)
+	assert.Empty(t, names)
+}
+
+func TestGetStoppedCluster(t *testing.T) {
+	f := newFixture(t, "docker")
+	f.exists("lab", false)
+	_, err := f.p.Get(context.Background(), "lab")
+	require.Error(t, err)
+	assert.Contains(t, userr.Message(err), `kind cluster "lab" is stopped`)
+	assert.Contains(t, userr.Message(err), "labctl up --provider kind --name lab")
+}
+
+func TestEngineRecordedAtCreation(t *testing.T) {
+	env := apiServer(t)
+	f := newFixture(t, "podman")
+	f.api.kubeconfig = kindKubeconfig(t, env, "pod")
+	_, err := f.up("pod")
+	require.NoError(t, err, f.errOut.String())
+	// Docker also runs now; a fresh provider still finds the Podman
+	// cluster because the engine was recorded.
+	f.r.Running("docker", "27.1.0")
+	p2 := &kind.Provider{Runner: f.r, Getenv: func(string) string { return "" }, StateRoot: f.p.StateRoot,
+		NewAPI: func(e *engine.Engine, _ kind.Progress) kind.API {
+			assert.Equal(t, "podman", e.Name)
+			return f.api
+		}}
+	e, ns, err := p2.Nodes(context.Background(), "pod")
+	require.NoError(t, err)
+	assert.Equal(t, "podman", e.Name)
+	assert.Len(t, ns, 1)
+}
+
+func TestStatusText(t *testing.T) {
+	for in, want := range map[string]string{
+		" • Ensuring node image (kindest/node:v1.37.0) 🖼  ...\n": "Ensuring node image",
+		" ✓ Preparing nodes 📦 \n":                                "Preparing nodes",
+		"Creating cluster \"x\" ...\n":                           "Creating cluster \"x\"",
+	} {
+		var got string
+		p := kind.Progress{Status: func(s string) { got = s }}
+		kind.LogInfoForTest(p, in)
+		assert.Equal(t, want, got, in)
+	}
+}

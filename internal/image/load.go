@@ -1,0 +1,148 @@
+package image
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+
+	"github.com/labctl/labctl/internal/engine"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// LoadOptions say which image goes into which nodes.
+type LoadOptions struct {
+	Engine *engine.Engine
+	// Nodes are the kind cluster's node containers.
+	Nodes []nodes.Node
+	// Ref is the image as built (Image.Ref, or a tag that LocalName
+	// resolves).
+	Ref string
+	// TempDir holds the archive while loading (default os.TempDir()).
+	TempDir  string
+	Progress func(format string, args ...any)
+}
+
+// Loaded describes the image on the nodes.
+type Loaded struct {
+	// Ref is the name the nodes know the image by: what the Deployment
+	// must use (Podman builds: localhost/NAME:TAG).
+	Ref string
+	// ID is the image ID on every node.
+	ID string
+	// LoadedInto and Skipped name the nodes that got the image and those
+	// that already had this ID.
+	LoadedInto, Skipped []string
+}
+
+// Load puts the image into every node: `<engine> save` to a Docker archive,
+// kind's nodeutils.LoadImageArchive on each node that lacks this image ID,
+// then `crictl inspecti` on the node to confirm the ID. Nodes that already
+// have the same ID are skipped; when all have the engine's ID, nothing is
+// saved at all.
+func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
+	e := o.Engine
+	if o.Progress == nil {
+		o.Progress = func(string, ...any) {}
+	}
+	if len(o.Nodes) == 0 {
+		return nil, userr.New("the kind cluster has no nodes to load the image into", "run `labctl down` and `labctl up` to recreate it")
+	}
+	ref := e.LocalName(o.Ref)
+	engineID, err := e.ImageID(ctx, ref)
+	if err != nil {
+		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("%s has no image %s", e.Name, ref),
+			"build it first (labctl up builds it from the project), or check the name with `"+e.Name+" images`")
+	}
+	out := &Loaded{Ref: ref}
+
+	// Fast path: every node already has what the engine has.
+	need := map[string]bool{}
+	for _, n := range o.Nodes {
+		if id, err := nodeutils.ImageID(n, ref); err == nil && id == engineID {
+			continue
+		}
+		need[n.String()] = true
+	}
+	if len(need) == 0 {
+		out.ID = engineID
+		for _, n := range o.Nodes {
+			out.Skipped = append(out.Skipped, n.String())
+		}
+		return out, nil
+	}
+
+	o.Progress("%s save %s", e.Name, ref)
+	dir, err := os.MkdirTemp(o.TempDir, "labctl-load-")
+	if err != nil {
+		return nil, userr.Wrap(err, userr.ExitFailure, "cannot create a temporary directory: "+err.Error(), "check the disk space of TMPDIR")
+	}
+	defer os.RemoveAll(dir)
+	archive := filepath.Join(dir, "image.tar")
+	if err := e.Save(ctx, ref, archive); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("`%s save` of %s failed: %s", e.Name, ref, userr.Message(err)),
+			"check the disk space of TMPDIR and that `"+e.Name+" images` lists the image")
+	}
+	a, err := ReadArchive(archive)
+	if err != nil {
+		return nil, userr.Wrap(err, userr.ExitFailure, err.Error(), "report this with the output of `"+e.Name+" version`")
+	}
+	entry, ok := a.Find(ref)
+	if !ok {
+		return nil, userr.New(fmt.Sprintf("the archive %s saved does not contain %s", e.Name, ref),
+			"report this with the output of `"+e.Name+" version`")
+	}
+	out.ID = entry.ID
+
+	for i, n := range o.Nodes {
+		name := n.String()
+		if !need[name] {
+			out.Skipped = append(out.Skipped, name)
+			continue
+		}
+		// The archive's ID can differ from the engine's (Podman converts
+		// the config to Docker's format): compare again.
+		if id, err := nodeutils.ImageID(n, ref); err == nil && id == entry.ID {
+			out.Skipped = append(out.Skipped, name)
+			continue
+		}
+		o.Progress("loading into node %s (%d/%d)", name, i+1, len(o.Nodes))
+		if err := loadInto(n, archive); err != nil {
+			return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot load %s into node %s: %s", ref, name, userr.Message(err)),
+				fmt.Sprintf("check the node with `%s exec %s crictl images`; `labctl reset --cluster` recreates the cluster", e.Name, name))
+		}
+		id, err := nodeutils.ImageID(n, ref)
+		if err != nil {
+			return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("node %s does not list %s after loading it: %s", name, ref, userr.Message(err)),
+				fmt.Sprintf("check `%s exec %s crictl images`", e.Name, name))
+		}
+		if id != entry.ID {
+			return nil, userr.New(fmt.Sprintf("node %s has %s with ID %s after loading, expected %s", name, ref, short(id), short(entry.ID)),
+				fmt.Sprintf("remove the old image (`%s exec %s crictl rmi %s`) and run labctl up again", e.Name, name, ref))
+		}
+		out.LoadedInto = append(out.LoadedInto, name)
+	}
+	return out, nil
+}
+
+func loadInto(n nodes.Node, archive string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return nodeutils.LoadImageArchive(n, f)
+}
+
+func short(id string) string {
+	if len(id) > 19 {
+		return id[:19]
+	}
+	return id
+}
