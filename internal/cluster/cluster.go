@@ -45,6 +45,8 @@ type UpOptions struct {
 	KubeconfigPath string
 	// SkipKubeconfigMerge leaves the user's kubeconfig alone (tests).
 	SkipKubeconfigMerge bool
+	// BinDir holds prebuilt control-plane binaries (local provider only).
+	BinDir string
 }
 
 // Cluster is a running cluster.

@@ -16,19 +16,28 @@ import (
 // operator (extracted into the user's cache) when dir is empty.
 func ResolveProject(dir string) (*Project, error) {
 	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if xdg := os.Getenv("XDG_CACHE_HOME"); xdg != "" {
-			cache, err = xdg, nil
-		}
+		cache, err := cacheDir()
 		if err != nil {
-			return nil, userr.Env("no cache directory for the reference operator", "set XDG_CACHE_HOME")
+			return nil, err
 		}
-		dir, err = reference.Dir(filepath.Join(cache, "labctl"))
+		dir, err = reference.Dir(cache)
 		if err != nil {
 			return nil, userr.Wrap(err, userr.ExitFailure, err.Error(), "check free disk space in "+cache)
 		}
 	}
 	return LoadProject(dir)
+}
+
+// cacheDir is $XDG_CACHE_HOME/labctl (or the OS user cache dir).
+func cacheDir() (string, error) {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		var err error
+		if base, err = os.UserCacheDir(); err != nil {
+			return "", userr.Env("no cache directory for labctl", "set XDG_CACHE_HOME")
+		}
+	}
+	return filepath.Join(base, "labctl"), nil
 }
 
 // Deploy puts the operator of projectDir ("" = the reference operator)

@@ -111,18 +111,19 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		return nil, err
 	}
 	step = s.StartStep("Building the manager (go build)")
-	bin := filepath.Join(dir, "manager")
-	if err := buildManager(ctx, p, bin+".new", opts.Go); err != nil {
+	bin, reused, err := managerBinary(ctx, p, opts.Go)
+	if err != nil {
 		step.Fail()
 		return nil, err
 	}
-	step.Done()
+	if reused {
+		step.Done("unchanged sources, reused")
+	} else {
+		step.Done()
+	}
 
 	// Replace a manager already running for this project.
 	if err := stopOperator(ctx, dir); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(bin+".new", bin); err != nil {
 		return nil, err
 	}
 	identity := ServiceAccountUser(rec.Namespace, rec.ServiceAccount)
@@ -248,6 +249,32 @@ func stopOperator(ctx context.Context, dir string) error {
 		}
 	}
 	return fmt.Errorf("operator processes under %s keep coming back", dir)
+}
+
+// managerBinary returns the project's manager executable, built with
+// `go build` into the user's cache under a fingerprint of its sources, so a
+// new cluster or a redeploy of unchanged code skips even the link step.
+func managerBinary(ctx context.Context, p *Project, goCmd string) (path string, reused bool, err error) {
+	sum, err := sourceHash(p.Dir)
+	if err != nil {
+		return "", false, err
+	}
+	cache, err := cacheDir()
+	if err != nil {
+		return "", false, err
+	}
+	dir := filepath.Join(cache, "managers", sum[:24])
+	bin := filepath.Join(dir, "manager")
+	if fileExists(bin) {
+		return bin, true, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, err
+	}
+	if err := buildManager(ctx, p, bin+".tmp", goCmd); err != nil {
+		return "", false, err
+	}
+	return bin, false, os.Rename(bin+".tmp", bin)
 }
 
 func buildManager(ctx context.Context, p *Project, out, goCmd string) error {

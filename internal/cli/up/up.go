@@ -22,6 +22,7 @@ type Options struct {
 	Reference  bool
 	NoOperator bool
 	Kubeconfig string
+	BinDir     string
 }
 
 // NewCommand returns the up command; runF replaces the work in tests of
@@ -57,6 +58,7 @@ course's reference operator is.`,
 	cmd.Flags().BoolVar(&o.Reference, "reference", false, "deploy the reference operator even inside a project directory")
 	cmd.Flags().BoolVar(&o.NoOperator, "no-operator", false, "create the cluster only")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig to merge the cluster's context into (default $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "local provider: prebuilt etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
 	_ = cmd.RegisterFlagCompletionFunc("provider", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return f.Providers.Names(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -75,7 +77,7 @@ func Run(ctx context.Context, o *Options) error {
 	if reason != "" {
 		fmt.Fprintf(s.ErrOut, "Provider: %s (%s)\n", prov.Name(), reason)
 	}
-	c, err := prov.Up(ctx, cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig})
+	c, err := prov.Up(ctx, cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig, BinDir: o.BinDir})
 	if err != nil {
 		return err
 	}

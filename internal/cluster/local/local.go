@@ -143,7 +143,7 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 	}
 
 	step := s.StartStep("Preparing control-plane binaries")
-	bins, err := p.binaries(ctx, s, step)
+	bins, err := p.binaries(ctx, s, step, opts.BinDir)
 	if err != nil {
 		step.Fail()
 		return nil, err
@@ -181,11 +181,11 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 	return c, nil
 }
 
-func (p *Provider) binaries(ctx context.Context, s *iostreams.IOStreams, step *iostreams.Step) (*controlplane.Binaries, error) {
-	if p.Binaries != nil {
+func (p *Provider) binaries(ctx context.Context, s *iostreams.IOStreams, step *iostreams.Step, binDir string) (*controlplane.Binaries, error) {
+	if p.Binaries != nil && binDir == "" {
 		return p.Binaries(ctx, s)
 	}
-	return controlplane.Ensure(ctx, controlplane.Options{Progress: step.Update})
+	return controlplane.Ensure(ctx, controlplane.Options{BinDir: binDir, Progress: step.Update})
 }
 
 func (p *Provider) prepare(dir string) error {

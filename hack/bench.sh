@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Measures what the issues name as targets and prints a table. Timing is
+# measured here, never asserted in tests. Uses a throw-away state/cache dir
+# for clusters so the user's own clusters are untouched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LABCTL=${LABCTL:-bin/labctl}
+BIN_DIR=${LABCTL_BIN_DIR:?set LABCTL_BIN_DIR (make bench does)}
+work=$(mktemp -d)
+export XDG_STATE_HOME=$work/state KUBECONFIG=$work/kubeconfig
+trap '"$LABCTL" down --name bench >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
+rows=()
+row() { rows+=("$1|$2|$3"); }
+
+# Warm the reference operator's build once, as a user's second `up` would.
+"$LABCTL" up --provider local --name bench --bin-dir "$BIN_DIR" >/dev/null 2>&1
+"$LABCTL" down --name bench >/dev/null 2>&1
+
+t0=$(now)
+"$LABCTL" up --provider local --name bench --bin-dir "$BIN_DIR" >/dev/null 2>"$work/up.log"
+t1=$(now)
+row "labctl up (warm binaries) to operator running, CRDs established" "$(secs "$t0" "$t1") s" "<= 8 s"
+cluster_line=$(grep -E 'Starting local cluster' "$work/up.log" | grep -oE '\([0-9.]+m?s\)' | tail -1)
+row "  of which: control plane start to node Ready" "${cluster_line//[()]/}" ""
+
+t0=$(now)
+"$LABCTL" up --provider local --name bench --bin-dir "$BIN_DIR" >/dev/null 2>&1
+t1=$(now)
+row "labctl up on a running cluster (idempotent)" "$(secs "$t0" "$t1") s" ""
+
+status=$("$LABCTL" status --name bench)
+pss=0; rss=0
+while IFS=$'\t' read -r comp pid addr health mem r; do
+  case "$comp" in etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok)
+    m=${mem% MiB}; x=${r% MiB}
+    row "memory $comp (PSS / RSS)" "$m / $x MiB" ""
+    pss=$((pss + m)); rss=$((rss + x));;
+  esac
+done <<<"$status"
+row "memory control plane total, PSS (shared binary pages counted once)" "$pss MiB" "<= 500 MiB"
+row "memory control plane total, RSS (shared pages counted per process)" "$rss MiB" ""
+
+for lab in lab-8.2 lab-3.4; do
+  if "$LABCTL" labs >/dev/null 2>&1 && "$LABCTL" labs | grep -q "$lab"; then
+    t0=$(now)
+    "$LABCTL" verify "$lab" --name bench >/dev/null 2>&1 && ok=pass || ok=FAIL
+    t1=$(now)
+    target="<= 5 s"; [ "$lab" = lab-3.4 ] && target="<= 10 s"
+    row "labctl verify $lab against the reference ($ok)" "$(secs "$t0" "$t1") s" "$target"
+  fi
+done
+
+t0=$(now)
+"$LABCTL" down --name bench >/dev/null 2>&1
+t1=$(now)
+row "labctl down" "$(secs "$t0" "$t1") s" ""
+
+printf '\n| measure | value | target |\n|---|---|---|\n'
+for r in "${rows[@]}"; do IFS='|' read -r a b c <<<"$r"; printf '| %s | %s | %s |\n' "$a" "$b" "$c"; done
