@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
+	"github.com/labctl/labctl/internal/fslock"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -304,23 +305,11 @@ func GenerateGoMod(kubernetesGoMod []byte, v Versions) ([]byte, error) {
 }
 
 func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	unlock, err := fslock.Lock(ctx, path)
+	if err != nil && ctx.Err() == nil {
 		return nil, classify(err, "cannot lock the cache")
 	}
-	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.Close()
-			return nil, classify(err, "cannot lock the cache")
-		}
-		return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-	case <-ctx.Done():
-		f.Close() // releases the pending flock with the descriptor
-		return nil, ctx.Err()
-	}
+	return unlock, err
 }
 
 // classify turns an OS error into a user-facing one, recognising a full disk.

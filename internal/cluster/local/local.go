@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/fslock"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/kubeconfig"
@@ -782,21 +782,9 @@ func (p *Provider) List() ([]string, error) {
 }
 
 func lock(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	unlock, err := fslock.Lock(ctx, path)
+	if err != nil && ctx.Err() == nil {
 		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot lock %s: %v", path, err), "check permissions of XDG_STATE_HOME")
 	}
-	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-	case <-ctx.Done():
-		f.Close()
-		return nil, ctx.Err()
-	}
+	return unlock, err
 }

@@ -1,0 +1,31 @@
+// Package fslock serialises labctl processes on a file: two `labctl up` in
+// two terminals, or parallel test packages building the same binaries.
+package fslock
+
+import (
+	"context"
+	"os"
+	"syscall"
+)
+
+// Lock takes an exclusive flock on path (created if missing), waiting until
+// it is free or ctx ends. The returned func releases it.
+func Lock(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	case <-ctx.Done():
+		f.Close() // the pending flock fails with the closed descriptor
+		return nil, ctx.Err()
+	}
+}
