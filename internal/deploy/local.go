@@ -34,6 +34,8 @@ type LocalOptions struct {
 	TiedToParent bool
 	// ReadyTimeout bounds the wait for the manager's /readyz (default 90s).
 	ReadyTimeout time.Duration
+	// Limits bound the manager's CPU time and memory (grading).
+	Limits supervise.Limits
 }
 
 // localRecord is what the state dir remembers about a running operator.
@@ -139,7 +141,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	logFile, restartsFile := filepath.Join(dir, "manager.log"), filepath.Join(dir, "restarts")
 	_ = os.Remove(logFile)
 	_ = os.Remove(restartsFile)
-	path, args, env, err := supervise.Command(logFile, restartsFile, []string{bin,
+	path, args, env, err := supervise.CommandLimited(logFile, restartsFile, opts.Limits, []string{bin,
 		"--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=0",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port),
