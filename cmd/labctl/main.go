@@ -13,6 +13,8 @@ import (
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cli/root"
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/existing"
+	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -31,21 +33,30 @@ func main() {
 
 func run() int {
 	streams := iostreams.System()
+	kindProv, existingProv := &kind.Provider{}, &existing.Provider{}
 	f := &cmdutil.Factory{
 		IOStreams: streams,
 		Version:   version,
 		Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{
-			local.ProviderName: &local.Provider{},
-		}},
+			local.ProviderName:    &local.Provider{},
+			kind.ProviderName:     kindProv,
+			existing.ProviderName: existingProv,
+		}, Detect: kindProv.Detect(local.ProviderName)},
 	}
 	f.DeployOperator = func(ctx context.Context, c *cluster.Cluster, dir string) error {
+		if _, handled, err := deploy.InClusterFor(ctx, c, dir, streams, kindProv); handled {
+			return err
+		}
 		_, err := deploy.Deploy(ctx, c, dir, streams)
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	err := root.NewCommand(f).ExecuteContext(ctx)
+	cmd := root.NewCommand(f)
+	cmd.PersistentFlags().StringVar(&kindProv.Engine, "engine", "", "container engine for kind: docker or podman (default: $KIND_EXPERIMENTAL_PROVIDER, else the first that runs)")
+	cmd.PersistentFlags().StringVar(&existingProv.Context, "context", "", "kubeconfig context of the existing provider (default: the current context)")
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return userr.ExitOK
 	}

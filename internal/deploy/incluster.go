@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/existing"
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/image"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -145,6 +146,40 @@ func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOpt
 		sa = "default"
 	}
 	return inClusterOperator(cs, p, after, container, sa), nil
+}
+
+// CurrentInCluster describes p's operator as already deployed in the
+// cluster (by labctl or `make deploy`), without deploying anything.
+func CurrentInCluster(ctx context.Context, cfg *rest.Config, p *Project) (*Operator, error) {
+	objs, err := p.Render()
+	if err != nil {
+		return nil, err
+	}
+	dep, container, err := managerDeployment(objs)
+	if err != nil {
+		return nil, err
+	}
+	ns := dep.GetNamespace()
+	if ns == "" {
+		ns = "default"
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, dep.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, userr.New(fmt.Sprintf("the operator of %s is not deployed: there is no Deployment %s/%s", p.Name, ns, dep.GetName()),
+			"run `labctl up` (or `labctl reset --operator`) to deploy it")
+	}
+	if err != nil {
+		return nil, apiError(err, "cannot read Deployment "+ns+"/"+dep.GetName())
+	}
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return inClusterOperator(cs, p, d, container, sa), nil
 }
 
 // needsRestart: the Deployment ran before, its pod template did not
@@ -506,4 +541,25 @@ func ToExisting(ctx context.Context, c *cluster.Cluster, p *Project, o ExistingO
 		return nil, err
 	}
 	return InCluster(ctx, c.Config, p, InClusterOptions{Streams: o.Streams, Image: img, Timeout: o.Timeout})
+}
+
+// InClusterFor deploys the project in dir ("" = the reference operator)
+// into a kind or existing cluster; handled is false for other providers
+// (the local provider runs the manager as a process: see Deploy).
+func InClusterFor(ctx context.Context, c *cluster.Cluster, dir string, s *iostreams.IOStreams, kp *kind.Provider) (op *Operator, handled bool, err error) {
+	switch c.Provider {
+	case kind.ProviderName, existing.ProviderName:
+	default:
+		return nil, false, nil
+	}
+	p, err := ResolveProject(dir)
+	if err != nil {
+		return nil, true, err
+	}
+	if c.Provider == kind.ProviderName {
+		op, err = ToKind(ctx, c, p, KindOptions{Streams: s, Provider: kp})
+		return op, true, err
+	}
+	op, err = ToExisting(ctx, c, p, ExistingOptions{Streams: s})
+	return op, true, err
 }

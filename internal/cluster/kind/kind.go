@@ -659,3 +659,27 @@ func engineError(e *engine.Engine, what string, err error) error {
 }
 
 func oneLine(err error) string { return userr.Message(err) }
+
+// Detect is for `--provider auto`: this provider when a container engine
+// works (or one is asked for with --engine / KIND_EXPERIMENTAL_PROVIDER,
+// so that its failure is reported rather than silently replaced), else
+// fallback, with the reason either way.
+func (p *Provider) Detect(fallback string) func(ctx context.Context) (string, string) {
+	return func(ctx context.Context) (string, string) {
+		getenv := p.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		if p.Engine != "" {
+			return ProviderName, "--engine " + p.Engine
+		}
+		if v := getenv(engine.EnvProvider); v != "" {
+			return ProviderName, engine.EnvProvider + "=" + v
+		}
+		e, err := p.ResolveEngine(ctx)
+		if err != nil {
+			return fallback, "no container engine running"
+		}
+		return ProviderName, fmt.Sprintf("%s %s is running", e.Name, e.Version)
+	}
+}
