@@ -484,6 +484,135 @@ var _ = Describe("Database controller", func() {
 		})
 	})
 
+	Context("spec.backupRef against Backup statuses no Backup controller writes", func() {
+		// The suite manager's Backup controller would rewrite these statuses, so
+		// the objects live in isolatedNamespace, where only a manager of this
+		// Context's own runs, with the Database controller alone.
+		var (
+			isolated *testManager
+			// direct reads from the API server, for calling checkBackupStatus.
+			direct *DatabaseReconciler
+		)
+		BeforeEach(func() {
+			isolated = startIsolatedDatabaseManager()
+			DeferCleanup(isolated.stop)
+			direct = &DatabaseReconciler{Client: k8sClient, Scheme: testScheme}
+		})
+
+		// backupWithStatus creates a Backup of another Database and writes status,
+		// as a Backup controller would have.
+		backupWithStatus := func(status databasev1.BackupStatus) *databasev1.Backup {
+			backup := &databasev1.Backup{
+				ObjectMeta: metav1.ObjectMeta{Namespace: isolatedNamespace, GenerateName: "source-backup-"},
+				Spec:       databasev1.BackupSpec{DatabaseRef: corev1.LocalObjectReference{Name: "source"}},
+			}
+			Expect(k8sClient.Create(ctx, backup)).To(Succeed())
+			backup.Status = status
+			Expect(k8sClient.Status().Update(ctx, backup)).To(Succeed())
+			return backup
+		}
+		restoredFrom := func(backup *databasev1.Backup) *databasev1.Database {
+			return newDatabase(isolatedNamespace, "", func(db *databasev1.Database) {
+				db.GenerateName = "restored-"
+				db.Spec.BackupRef = &corev1.LocalObjectReference{Name: backup.Name}
+			})
+		}
+		readyCondition := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+			return []metav1.Condition{{Type: ConditionBackupReady, Status: status, Reason: reason,
+				Message: "written by the test", LastTransitionTime: metav1.Now()}}
+		}
+		expectWaiting := func(db *databasev1.Database, message string) {
+			Eventually(func(g Gomega) {
+				got := getDatabase(g, db.Namespace, db.Name)
+				g.Expect(got.Status.Phase).To(Equal(PhasePending))
+				progressing := condition(got.Status.Conditions, ConditionProgressing)
+				g.Expect(progressing.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(progressing.Reason).To(Equal(ReasonWaitingForBackup))
+				g.Expect(progressing.Message).To(ContainSubstring(message))
+			}, reactionTimeout, pollInterval).Should(Succeed())
+		}
+		// expectStillWaiting checks for a while that the Database provisions
+		// nothing and that nobody rewrote the Backup status under test.
+		expectStillWaiting := func(db *databasev1.Database, backup *databasev1.Backup) {
+			Consistently(func(g Gomega) {
+				err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), &appsv1.StatefulSet{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no StatefulSet while waiting: %v", err)
+				g.Expect(getDatabase(g, db.Namespace, db.Name).Status.Phase).To(Equal(PhasePending))
+				g.Expect(getBackup(g, backup.Namespace, backup.Name).Status).To(Equal(backup.Status))
+			}, quietPeriod, pollInterval).Should(Succeed())
+		}
+
+		It("keeps waiting on a Backup whose phase is Completed but that has no condition (nil-safe)", func() {
+			backup := backupWithStatus(databasev1.BackupStatus{Phase: BackupPhaseCompleted})
+			db := restoredFrom(backup)
+			ready, message, err := direct.checkBackupStatus(ctx, db)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ready).To(BeFalse())
+			Expect(message).To(ContainSubstring("no BackupReady condition"))
+
+			By("the running Database controller waiting too, not panicking")
+			expectWaiting(db, "no BackupReady condition")
+			expectStillWaiting(db, backup)
+
+			By("a True BackupReady condition arriving: the Backup watch releases the Database")
+			Eventually(func(g Gomega) {
+				current := getBackup(g, isolatedNamespace, backup.Name)
+				current.Status.Conditions = readyCondition(metav1.ConditionTrue, ReasonBackupCompleted)
+				g.Expect(k8sClient.Status().Update(ctx, current)).To(Succeed())
+			}).Should(Succeed())
+			Eventually(func(g Gomega) {
+				getStatefulSet(g, isolatedNamespace, db.Name)
+				g.Expect(getDatabase(g, isolatedNamespace, db.Name).Status.Phase).NotTo(Equal(PhasePending))
+			}, reactionTimeout, pollInterval).Should(Succeed())
+		})
+
+		It("keeps waiting while BackupReady is False, whatever the phase", func() {
+			backup := backupWithStatus(databasev1.BackupStatus{Phase: BackupPhaseCompleted,
+				Conditions: readyCondition(metav1.ConditionFalse, ReasonBackupInProgress)})
+			db := restoredFrom(backup)
+			ready, message, err := direct.checkBackupStatus(ctx, db)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ready).To(BeFalse())
+			Expect(message).To(ContainSubstring("BackupReady=False"))
+
+			expectWaiting(db, "BackupReady=False")
+			expectStillWaiting(db, backup)
+		})
+
+		It("proceeds when BackupReady is True, even with another phase", func() {
+			backup := backupWithStatus(databasev1.BackupStatus{Phase: BackupPhaseInProgress,
+				Conditions: readyCondition(metav1.ConditionTrue, ReasonBackupCompleted)})
+			db := restoredFrom(backup)
+			ready, _, err := direct.checkBackupStatus(ctx, db)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ready).To(BeTrue())
+
+			var sts *appsv1.StatefulSet
+			Eventually(func(g Gomega) {
+				sts = getStatefulSet(g, isolatedNamespace, db.Name)
+				got := getDatabase(g, isolatedNamespace, db.Name)
+				g.Expect(got.Status.Phase).To(Equal(PhaseDeploying))
+				g.Expect(condition(got.Status.Conditions, ConditionProgressing).Reason).NotTo(Equal(ReasonWaitingForBackup))
+			}, reactionTimeout, pollInterval).Should(Succeed())
+			expectControlledBy(sts, db)
+			Expect(getBackup(Default, isolatedNamespace, backup.Name).Status).To(Equal(backup.Status))
+		})
+
+		It("waits for a missing Backup and does not wait without backupRef", func() {
+			db := restoredFrom(&databasev1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "missing-backup"}})
+			ready, message, err := direct.checkBackupStatus(ctx, db)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ready).To(BeFalse())
+			Expect(message).To(ContainSubstring("not found"))
+			expectWaiting(db, "not found")
+
+			db.Spec.BackupRef = nil
+			ready, _, err = direct.checkBackupStatus(ctx, db)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ready).To(BeTrue())
+		})
+	})
+
 	Context("CRD schema", func() {
 		It("defaults image and replicas and validates replicas and storage size", func() {
 			u := &unstructured.Unstructured{}

@@ -33,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -40,6 +41,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -60,6 +62,15 @@ const (
 	// controller that polled (the course's 10 s requeue) could not meet it.
 	reactionTimeout = 2 * time.Second
 	pollInterval    = 50 * time.Millisecond
+	// quietPeriod is how long a spec watches that nothing happens.
+	quietPeriod = 500 * time.Millisecond
+
+	// isolatedNamespace is left out of the suite manager's cache: no controller
+	// of that manager sees, reconciles or overwrites what is in it. Specs that
+	// need a state no controller would keep (a Backup status the Backup
+	// controller would rewrite) put it there and run only the controller under
+	// test, in a manager of their own (startIsolatedDatabaseManager).
+	isolatedNamespace = "isolated"
 )
 
 var (
@@ -113,6 +124,8 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: testScheme})
 	Expect(err).NotTo(HaveOccurred())
 
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: isolatedNamespace}})).To(Succeed())
+
 	running = startManager()
 })
 
@@ -125,7 +138,8 @@ var _ = AfterSuite(func() {
 	Expect(testEnv.Stop()).To(Succeed())
 })
 
-// testManager is one running controller manager with both reconcilers.
+// testManager is one running controller manager and its reconcilers (backup is
+// nil when the manager runs only the Database controller).
 type testManager struct {
 	database *DatabaseReconciler
 	backup   *BackupReconciler
@@ -134,17 +148,17 @@ type testManager struct {
 }
 
 // startManager starts a manager the way cmd/main.go does, with the test's clock
-// and a Database controller client that records its writes.
+// and a Database controller client that records its writes. Its cache covers
+// every namespace but isolatedNamespace.
 func startManager() *testManager {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testScheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Several managers run one after another in this process (restart tests).
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	Expect(err).NotTo(HaveOccurred())
-
+	mgr := newTestManager(cache.Options{DefaultNamespaces: map[string]cache.Config{
+		// A per-namespace entry next to AllNamespaces would not exclude that
+		// namespace: it would get an informer of its own (the AllNamespaces
+		// informer only gets "metadata.namespace!=<it>" so that nothing is
+		// cached twice). Exclusion is this field selector on the AllNamespaces
+		// entry, which the cache ANDs with those it adds.
+		cache.AllNamespaces: {FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", isolatedNamespace)},
+	}})
 	m := &testManager{
 		database: &DatabaseReconciler{
 			Client:    &recordingClient{Client: mgr.GetClient(), rec: writes},
@@ -159,11 +173,47 @@ func startManager() *testManager {
 			APIReader: mgr.GetAPIReader(),
 			Clock:     fakeClock,
 		},
-		done: make(chan struct{}),
 	}
 	Expect(m.database.SetupWithManager(mgr)).To(Succeed())
 	Expect(m.backup.SetupWithManager(mgr)).To(Succeed())
+	m.start(mgr)
+	return m
+}
 
+// startIsolatedDatabaseManager starts a manager that runs only the Database
+// controller and caches only isolatedNamespace, which the suite manager does
+// not watch: there the specs write Backup statuses that no Backup controller
+// rewrites, and watch the real Database controller react to them.
+func startIsolatedDatabaseManager() *testManager {
+	mgr := newTestManager(cache.Options{DefaultNamespaces: map[string]cache.Config{isolatedNamespace: {}}})
+	m := &testManager{database: &DatabaseReconciler{
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("database-controller"),
+		APIReader: mgr.GetAPIReader(),
+	}}
+	Expect(m.database.SetupWithManager(mgr)).To(Succeed())
+	m.start(mgr)
+	return m
+}
+
+func newTestManager(cacheOptions cache.Options) ctrl.Manager {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 testScheme,
+		Cache:                  cacheOptions,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Several managers run in this process, one after another (restart
+		// tests) and side by side (isolated specs).
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return mgr
+}
+
+// start runs mgr until stop is called and waits for its cache to sync.
+func (m *testManager) start(mgr ctrl.Manager) {
+	m.done = make(chan struct{})
 	var mctx context.Context
 	mctx, m.cancel = context.WithCancel(ctx)
 	go func() {
@@ -172,7 +222,6 @@ func startManager() *testManager {
 		Expect(mgr.Start(mctx)).To(Succeed())
 	}()
 	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
-	return m
 }
 
 // stop stops the manager and waits until it has returned.

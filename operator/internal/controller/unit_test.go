@@ -26,103 +26,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	databasev1 "github.com/example/postgres-operator/api/v1"
 )
 
-// Unit specs: pure functions, and reconciles against controller-runtime's fake
-// client where the real controllers would overwrite the state under test.
+// Unit specs: pure functions, no client. Specs that need a state the running
+// controllers would overwrite run against the API server in isolatedNamespace
+// (see database_controller_test.go).
 var _ = Describe("Unit", func() {
-	Context("checkBackupStatus reads the BackupReady condition, not the phase", func() {
-		var (
-			db     *databasev1.Database
-			backup *databasev1.Backup
-		)
-		BeforeEach(func() {
-			db = &databasev1.Database{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "restored", UID: "db-uid"},
-				Spec: databasev1.DatabaseSpec{
-					Image: "postgres:14", Replicas: ptr.To[int32](1), DatabaseName: "mydb", Username: "admin",
-					Storage:   databasev1.StorageSpec{Size: "1Gi"},
-					BackupRef: &corev1.LocalObjectReference{Name: "source-backup"},
-				},
-			}
-			backup = &databasev1.Backup{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "source-backup"},
-				Spec:       databasev1.BackupSpec{DatabaseRef: corev1.LocalObjectReference{Name: "source"}},
-			}
-		})
-		reconciler := func(objs ...client.Object) (*DatabaseReconciler, client.Client) {
-			c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(objs...).
-				WithStatusSubresource(&databasev1.Database{}, &databasev1.Backup{}).Build()
-			return &DatabaseReconciler{Client: c, Scheme: testScheme}, c
-		}
-		reconcile := func(r *DatabaseReconciler) {
-			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(db)})
-			Expect(err).NotTo(HaveOccurred())
-		}
-
-		It("keeps waiting on a Backup whose phase is Completed but that has no condition (nil-safe)", func() {
-			backup.Status.Phase = BackupPhaseCompleted
-			r, c := reconciler(db, backup)
-			ready, message, err := r.checkBackupStatus(ctx, db)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ready).To(BeFalse())
-			Expect(message).To(ContainSubstring("no BackupReady condition"))
-
-			reconcile(r)
-			got := &databasev1.Database{}
-			Expect(c.Get(ctx, client.ObjectKeyFromObject(db), got)).To(Succeed())
-			Expect(got.Status.Phase).To(Equal(PhasePending))
-			progressing := condition(got.Status.Conditions, ConditionProgressing)
-			Expect(progressing.Status).To(Equal(metav1.ConditionFalse))
-			Expect(progressing.Reason).To(Equal(ReasonWaitingForBackup))
-			err = c.Get(ctx, client.ObjectKeyFromObject(db), &appsv1.StatefulSet{})
-			Expect(apierrors.IsNotFound(err)).To(BeTrue())
-		})
-
-		It("keeps waiting while BackupReady is False, whatever the phase", func() {
-			backup.Status.Phase = BackupPhaseCompleted
-			backup.Status.Conditions = []metav1.Condition{{Type: ConditionBackupReady, Status: metav1.ConditionFalse,
-				Reason: ReasonBackupInProgress, LastTransitionTime: metav1.Now()}}
-			r, _ := reconciler(db, backup)
-			ready, _, err := r.checkBackupStatus(ctx, db)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ready).To(BeFalse())
-		})
-
-		It("proceeds when BackupReady is True, even with another phase", func() {
-			backup.Status.Phase = BackupPhaseInProgress
-			backup.Status.Conditions = []metav1.Condition{{Type: ConditionBackupReady, Status: metav1.ConditionTrue,
-				Reason: ReasonBackupCompleted, LastTransitionTime: metav1.Now()}}
-			r, c := reconciler(db, backup)
-			ready, _, err := r.checkBackupStatus(ctx, db)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ready).To(BeTrue())
-			reconcile(r)
-			Expect(c.Get(ctx, client.ObjectKeyFromObject(db), &appsv1.StatefulSet{})).To(Succeed())
-		})
-
-		It("waits for a missing Backup and does not wait without backupRef", func() {
-			r, _ := reconciler(db)
-			ready, message, err := r.checkBackupStatus(ctx, db)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ready).To(BeFalse())
-			Expect(message).To(ContainSubstring("not found"))
-
-			db.Spec.BackupRef = nil
-			ready, _, err = r.checkBackupStatus(ctx, db)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ready).To(BeTrue())
-		})
-	})
-
 	Context("statefulSetDrift compares values, not pointers (course bug B1)", func() {
 		r := &DatabaseReconciler{}
 		build := func() *appsv1.StatefulSet {
