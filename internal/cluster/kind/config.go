@@ -38,22 +38,18 @@ rules:
 - level: Metadata
 `
 
-// auditPatch turns on audit logging in kubeadm's ClusterConfiguration
-// (v1beta4: extraArgs is a list of name/value pairs; kind merges it with
-// its own arguments) and mounts the policy and log directories into the
-// API server's static pod.
-const auditPatch = `apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
+// auditPatch turns on audit logging in kubeadm's ClusterConfiguration and
+// mounts the policy and log directories into the API server's static pod.
+// It names no apiVersion and gives extraArgs as a map, so kind applies it to
+// v1beta3 (Kubernetes < 1.36) and v1beta4 alike: for v1beta4 kind converts
+// the map into name/value pairs merged with its own arguments.
+const auditPatch = `kind: ClusterConfiguration
 apiServer:
   extraArgs:
-  - name: audit-policy-file
-    value: ` + policyPath + `
-  - name: audit-log-path
-    value: ` + AuditLogPath + `
-  - name: audit-log-maxsize
-    value: "200"
-  - name: audit-log-maxbackup
-    value: "1"
+    audit-policy-file: ` + policyPath + `
+    audit-log-path: ` + AuditLogPath + `
+    audit-log-maxsize: "200"
+    audit-log-maxbackup: "1"
   extraVolumes:
   - name: labctl-audit-policy
     hostPath: ` + policyDir + `

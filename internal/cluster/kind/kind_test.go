@@ -284,17 +284,16 @@ func TestUpCreatesTheCourseCluster(t *testing.T) {
 	assert.NoDirExists(t, f.p.Dir(cluster.DefaultName))
 }
 
-// assertAuditPatch checks the kubeadm patch: v1beta4 list-style extraArgs
-// pointing at the mounted policy, and volumes for policy and log.
+// assertAuditPatch checks the kubeadm patch: extraArgs pointing at the
+// mounted policy, and volumes for policy and log; no apiVersion, so it
+// applies to any kubeadm config version kind generates.
 func assertAuditPatch(t *testing.T, patch, policyInNode string) {
 	t.Helper()
 	var p struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 		APIServer  struct {
-			ExtraArgs []struct {
-				Name, Value string
-			} `json:"extraArgs"`
+			ExtraArgs    map[string]string `json:"extraArgs"`
 			ExtraVolumes []struct {
 				Name      string `json:"name"`
 				HostPath  string `json:"hostPath"`
@@ -304,12 +303,9 @@ func assertAuditPatch(t *testing.T, patch, policyInNode string) {
 		} `json:"apiServer"`
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(patch), &p), patch)
-	assert.Equal(t, "kubeadm.k8s.io/v1beta4", p.APIVersion)
+	assert.Empty(t, p.APIVersion)
 	assert.Equal(t, "ClusterConfiguration", p.Kind)
-	args := map[string]string{}
-	for _, a := range p.APIServer.ExtraArgs {
-		args[a.Name] = a.Value
-	}
+	args := p.APIServer.ExtraArgs
 	assert.Equal(t, policyInNode, args["audit-policy-file"])
 	assert.Equal(t, kind.AuditLogPath, args["audit-log-path"])
 	mounts := map[string]string{}
