@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cli/up"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/engine"
@@ -377,23 +380,22 @@ func TestUpErrors(t *testing.T) {
 		assert.Empty(t, f.api.created, "kind not asked to create")
 	})
 	t.Run("kubeconfig read-only", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			// root ignores file modes: simulate with a directory in the way.
-			f := newFixture(t, "docker")
-			require.NoError(t, os.MkdirAll(f.userKC, 0o755))
-			_, err := f.up("lab")
-			require.Error(t, err)
-			assert.Contains(t, userr.Message(err), "cannot write kubeconfig "+f.userKC)
-			assert.Contains(t, userr.Message(err), "set KUBECONFIG")
-			assert.Empty(t, f.api.created, "checked before creating")
-			return
-		}
 		f := newFixture(t, "docker")
 		require.NoError(t, os.WriteFile(f.userKC, []byte("apiVersion: v1\nkind: Config\n"), 0o400))
+		if os.Geteuid() == 0 {
+			// root ignores file modes: make the file immutable instead.
+			if err := exec.Command("chattr", "+i", f.userKC).Run(); err != nil {
+				t.Skipf("running as root and chattr +i is not possible here: %v", err)
+			}
+			t.Cleanup(func() { _ = exec.Command("chattr", "-i", f.userKC).Run() })
+		}
 		_, err := f.up("lab")
 		require.Error(t, err)
-		assert.Contains(t, userr.Message(err), "cannot write kubeconfig "+f.userKC+": permission denied")
-		assert.Empty(t, f.api.created)
+		msg := userr.Message(err)
+		assert.NotContains(t, msg, "\n")
+		assert.Contains(t, msg, "cannot write kubeconfig "+f.userKC+": permission denied")
+		assert.Contains(t, msg, "set KUBECONFIG")
+		assert.Empty(t, f.api.created, "checked before a minute of cluster creation")
 	})
 	t.Run("kind fails to create", func(t *testing.T) {
 		f := newFixture(t, "docker")
@@ -497,4 +499,71 @@ func TestStatusText(t *testing.T) {
 		kind.LogInfoForTest(p, in)
 		assert.Equal(t, want, got, in)
 	}
+}
+
+func TestDetect(t *testing.T) {
+	ctx := context.Background()
+	detect := func(r *enginetest.Runner, eng string, env map[string]string) (string, string) {
+		p := &kind.Provider{Runner: r, Engine: eng, Getenv: func(k string) string { return env[k] }}
+		return p.Detect("local")(ctx)
+	}
+	name, why := detect(enginetest.NewRunner().DaemonDown("docker").Running("podman", "5.0.1"), "", nil)
+	assert.Equal(t, "kind", name)
+	assert.Equal(t, "podman 5.0.1 is running", why)
+
+	name, why = detect(enginetest.NewRunner().DaemonDown("docker"), "", nil)
+	assert.Equal(t, "local", name)
+	assert.Equal(t, "no container engine running", why)
+
+	name, _ = detect(enginetest.NewRunner(), "", nil)
+	assert.Equal(t, "local", name)
+
+	// Asked for an engine: kind, so that its failure is reported.
+	name, why = detect(enginetest.NewRunner(), "podman", nil)
+	assert.Equal(t, "kind", name)
+	assert.Equal(t, "--engine podman", why)
+	name, why = detect(enginetest.NewRunner(), "", map[string]string{engine.EnvProvider: "docker"})
+	assert.Equal(t, "kind", name)
+	assert.Equal(t, "KIND_EXPERIMENTAL_PROVIDER=docker", why)
+}
+
+// upRecorder is a provider that records Up.
+type upRecorder struct{ name string }
+
+func (u *upRecorder) Name() string { return u.name }
+func (u *upRecorder) Up(_ context.Context, o cluster.UpOptions) (*cluster.Cluster, error) {
+	return &cluster.Cluster{Name: o.Name, Provider: u.name, Context: "labctl-" + o.Name, Kubeconfig: "/x"}, nil
+}
+func (u *upRecorder) Get(context.Context, string) (*cluster.Cluster, error) {
+	return nil, cluster.ErrNotFound
+}
+func (u *upRecorder) Down(context.Context, string) error { return nil }
+func (u *upRecorder) Status(context.Context, string) (*cluster.Status, error) {
+	return nil, cluster.ErrNotFound
+}
+
+// TestUpFallsBackToLocal runs `labctl up` wired as main wires it, with
+// Docker installed but its daemon down and no Podman: the local provider
+// is used, and the user is told why.
+func TestUpFallsBackToLocal(t *testing.T) {
+	kp := &kind.Provider{Runner: enginetest.NewRunner().DaemonDown("docker"), Getenv: func(string) string { return "" }}
+	s, out, errOut := iostreams.Test(false)
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{
+		ByName: map[string]cluster.Provider{"local": &upRecorder{name: "local"}, "kind": kp},
+		Detect: kp.Detect("local"),
+	}}
+	cmd := up.NewCommand(f, nil)
+	cmd.SetArgs([]string{"--no-operator"})
+	cmd.SetOut(io.Discard)
+	require.NoError(t, cmd.Execute())
+	assert.Contains(t, errOut.String(), "Provider: local (no container engine running)")
+	assert.Contains(t, out.String(), "cluster k8s-operators-course is ready")
+
+	// Explicitly asking for kind reports the engine problem instead.
+	cmd = up.NewCommand(f, nil)
+	cmd.SetArgs([]string{"--provider", "kind", "--no-operator"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	require.Error(t, err)
+	assert.Contains(t, userr.Message(err), "docker is installed but not running")
 }
