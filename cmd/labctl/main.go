@@ -44,10 +44,7 @@ func run() int {
 		}, Detect: kindProv.Detect(local.ProviderName)},
 	}
 	f.DeployOperator = func(ctx context.Context, c *cluster.Cluster, dir string) error {
-		if _, handled, err := deploy.InClusterFor(ctx, c, dir, streams, kindProv); handled {
-			return err
-		}
-		_, err := deploy.Deploy(ctx, c, dir, streams)
+		_, err := deploy.Deploy(ctx, c, dir, deploy.Options{Streams: streams, Kind: kindProv})
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

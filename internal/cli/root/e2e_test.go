@@ -41,7 +41,7 @@ func TestUpStatusDownEndToEnd(t *testing.T) {
 		s, out, errOut := iostreams.Test(false)
 		f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"local": prov}}}
 		f.DeployOperator = func(ctx context.Context, c *cluster.Cluster, dir string) error {
-			_, err := deploy.Deploy(ctx, c, dir, s)
+			_, err := deploy.Deploy(ctx, c, dir, deploy.Options{Streams: s, TiedToParent: true})
 			return err
 		}
 		cmd := NewCommand(f)

@@ -101,3 +101,30 @@ func TestColourOnATerminalAndOffWithNoColor(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, out, "\x1b[")
 }
+
+type failingProvider struct{ fakeProvider }
+
+func (f *failingProvider) Up(context.Context, cluster.UpOptions) (*cluster.Cluster, error) {
+	return nil, userr.New("podman cannot pull kindest/node", "check the network")
+}
+
+func TestAutoFallsBackToLocalWhenKindCannotStart(t *testing.T) {
+	s, out, errOut := iostreams.Test(false)
+	kind := &failingProvider{fakeProvider{name: "kind"}}
+	loc := &fakeProvider{name: "local"}
+	f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{
+		ByName: map[string]cluster.Provider{"kind": kind, "local": loc},
+		Detect: func(context.Context) (string, string) { return "kind", "podman is running" },
+	}}
+	cmd := NewCommand(f)
+	cmd.SetArgs([]string{"up", "--no-operator"})
+	require.NoError(t, cmd.ExecuteContext(context.Background()))
+	assert.Equal(t, []string{cluster.DefaultName}, loc.upped)
+	assert.Contains(t, errOut.String(), "kind could not create the cluster (podman cannot pull kindest/node: check the network); using the local provider instead.")
+	assert.Contains(t, out.String(), "is ready")
+
+	// an explicit --provider kind does not fall back
+	cmd = NewCommand(f)
+	cmd.SetArgs([]string{"up", "--provider", "kind", "--no-operator"})
+	require.Error(t, cmd.ExecuteContext(context.Background()))
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/userr"
 )
 
 // Options are the flags of `labctl up`.
@@ -77,7 +78,20 @@ func Run(ctx context.Context, o *Options) error {
 	if reason != "" {
 		fmt.Fprintf(s.ErrOut, "Provider: %s (%s)\n", prov.Name(), reason)
 	}
-	c, err := prov.Up(ctx, cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig, BinDir: o.BinDir})
+	opts := cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig, BinDir: o.BinDir}
+	c, err := prov.Up(ctx, opts)
+	auto := o.Provider == "" || o.Provider == cmdutil.ProviderAuto
+	if err != nil && auto && prov.Name() != "local" && ctx.Err() == nil {
+		// "auto" promises whatever works: an engine that answers `info`
+		// may still be unable to run kind (no image pulls, rootless
+		// limits). The local provider needs only Go.
+		fallback, _, ferr := o.f.Providers.Resolve(ctx, "local")
+		if ferr == nil {
+			fmt.Fprintf(s.ErrOut, "%s could not create the cluster (%s); using the local provider instead.\n", prov.Name(), userr.Message(err))
+			prov = fallback
+			c, err = prov.Up(ctx, opts)
+		}
+	}
 	if err != nil {
 		return err
 	}
