@@ -120,7 +120,7 @@ func TestAutoFallsBackToLocalWhenKindCannotStart(t *testing.T) {
 	cmd.SetArgs([]string{"up", "--no-operator"})
 	require.NoError(t, cmd.ExecuteContext(context.Background()))
 	assert.Equal(t, []string{cluster.DefaultName}, loc.upped)
-	assert.Contains(t, errOut.String(), "kind could not create the cluster (podman cannot pull kindest/node: check the network); using the local provider instead.")
+	assert.Contains(t, errOut.String(), "kind did not work: podman cannot pull kindest/node: check the network\nUsing the local provider instead.")
 	assert.Contains(t, out.String(), "is ready")
 
 	// an explicit --provider kind does not fall back

@@ -87,7 +87,7 @@ func Run(ctx context.Context, o *Options) error {
 		// limits). The local provider needs only Go.
 		fallback, _, ferr := o.f.Providers.Resolve(ctx, "local")
 		if ferr == nil {
-			fmt.Fprintf(s.ErrOut, "%s could not create the cluster (%s); using the local provider instead.\n", prov.Name(), userr.Message(err))
+			fmt.Fprintf(s.ErrOut, "%s did not work: %s\nUsing the local provider instead.\n", prov.Name(), userr.Message(err))
 			prov = fallback
 			c, err = prov.Up(ctx, opts)
 		}
