@@ -28,10 +28,20 @@ type Limits struct {
 	// address space (RLIMIT_AS), at Memory + AddressSpaceSlack, because a
 	// Go program reserves address space far beyond what it touches.
 	Memory uint64
+	// StopGrace is how long a manager may take to exit after SIGTERM
+	// when the supervisor is stopped, before SIGKILL (default 10s).
+	StopGrace time.Duration
 }
 
-// IsZero reports whether no limit is set.
+// IsZero reports whether no limit is set (StopGrace aside).
 func (l Limits) IsZero() bool { return l.CPU <= 0 && l.Memory == 0 }
+
+func (l Limits) grace() time.Duration {
+	if l.StopGrace > 0 {
+		return l.StopGrace
+	}
+	return 10 * time.Second
+}
 
 // AddressSpaceSlack is added to Limits.Memory for RLIMIT_AS: a Go
 // manager maps about 1.3 GiB of address space (heap arena index, thread
@@ -83,6 +93,9 @@ func (l Limits) args() []string {
 	if l.Memory > 0 {
 		a = append(a, "--memory="+strconv.FormatUint(l.Memory, 10))
 	}
+	if l.StopGrace > 0 {
+		a = append(a, "--grace="+l.StopGrace.String())
+	}
 	return a
 }
 
@@ -96,6 +109,13 @@ func parseLimitArg(l *Limits, a string) (ok bool, err error) {
 			return true, fmt.Errorf("bad %s", a)
 		}
 		l.CPU = time.Duration(n) * time.Second
+		return true, nil
+	case strings.HasPrefix(a, "--grace="):
+		d, err := time.ParseDuration(strings.TrimPrefix(a, "--grace="))
+		if err != nil || d <= 0 {
+			return true, fmt.Errorf("bad %s", a)
+		}
+		l.StopGrace = d
 		return true, nil
 	case strings.HasPrefix(a, "--memory="):
 		n, err := strconv.ParseUint(strings.TrimPrefix(a, "--memory="), 10, 64)

@@ -138,7 +138,7 @@ func TestForkedProcessesDoNotOutliveManager(t *testing.T) {
 }
 
 func TestLimitArgsRoundTrip(t *testing.T) {
-	in := Limits{CPU: 90 * time.Second, Memory: 1 << 30}
+	in := Limits{CPU: 90 * time.Second, Memory: 1 << 30, StopGrace: 1500 * time.Millisecond}
 	var out Limits
 	for _, a := range in.args() {
 		if ok, err := parseLimitArg(&out, a); !ok || err != nil {

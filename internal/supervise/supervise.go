@@ -122,7 +122,7 @@ func run(args []string) int {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-exited:
-			case <-time.After(10 * time.Second):
+			case <-time.After(lim.grace()):
 				_ = cmd.Process.Kill()
 				<-exited
 			}
