@@ -18,26 +18,6 @@ const (
 	policyPath = policyDir + "/audit-policy.yaml"
 )
 
-// auditPolicy records every request at Metadata level (who, verb, object,
-// response code) without the RequestReceived stage, and leaves out the
-// control plane's own chatter, which would drown the operator's requests.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: None
-  users: ["system:kube-controller-manager", "system:kube-scheduler", "system:kube-proxy", "system:apiserver"]
-- level: None
-  userGroups: ["system:nodes", "system:serviceaccounts:kube-system", "system:serviceaccounts:local-path-storage"]
-- level: None
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-- level: None
-  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*", "/api", "/apis*"]
-- level: Metadata
-`
-
 // auditPatch turns on audit logging in kubeadm's ClusterConfiguration and
 // mounts the policy and log directories into the API server's static pod.
 // It names no apiVersion and gives extraArgs as a map, so kind applies it to

@@ -76,17 +76,7 @@ var _ cluster.Provider = (*Provider)(nil)
 func (p *Provider) Name() string { return ProviderName }
 
 // DefaultStateRoot is $XDG_STATE_HOME/labctl/kind.
-func DefaultStateRoot() string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(base, "labctl", "kind")
-}
+func DefaultStateRoot() string { return cluster.StateDir("kind") }
 
 // Dir is the state directory of the named cluster.
 func (p *Provider) Dir(name string) string {
@@ -263,7 +253,7 @@ func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *ios
 			fmt.Sprintf("remove it (`%s rm -f %s`) or choose another name with --name", e.Name, node))
 	}
 	policy := filepath.Join(p.Dir(name), "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(cluster.AuditPolicy), 0o644); err != nil {
 		return userr.Wrap(err, userr.ExitFailure, "cannot write the audit policy: "+err.Error(), "check the disk and XDG_STATE_HOME")
 	}
 	mapPorts := true

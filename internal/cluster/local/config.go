@@ -10,24 +10,6 @@ import (
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
-// auditPolicy records who did what with which result (verb, user,
-// impersonated user, object, response code) for every request except the
-// control plane's own chatter, which would drown the operator's requests.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: None
-  users: ["system:kube-controller-manager", "system:kube-scheduler", "labctl-kwok", "system:apiserver"]
-- level: None
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-- level: None
-  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*", "/api", "/apis*"]
-- level: Metadata
-`
-
 // kcmControllers is the smallest set of kube-controller-manager controllers
 // the labs need. nodelifecycle is not optional: only it removes the
 // not-ready taint that admission puts on every new Node.

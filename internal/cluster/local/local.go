@@ -72,17 +72,7 @@ func (p *Provider) Name() string { return ProviderName }
 func ContextName(name string) string { return "labctl-" + name }
 
 // DefaultStateRoot is $XDG_STATE_HOME/labctl/clusters (~/.local/state/...).
-func DefaultStateRoot() string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(base, "labctl", "clusters")
-}
+func DefaultStateRoot() string { return cluster.StateDir("clusters") }
 
 func (p *Provider) root() string {
 	if p.StateRoot != "" {
@@ -198,7 +188,7 @@ func (p *Provider) prepare(dir string) error {
 	if err := l.pki().generate(); err != nil {
 		return err
 	}
-	if err := os.WriteFile(l.file("audit-policy.yaml"), []byte(auditPolicy), 0o644); err != nil {
+	if err := os.WriteFile(l.file("audit-policy.yaml"), []byte(cluster.AuditPolicy), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(l.file("kwok-stages.yaml"), kwokStages, 0o644)
@@ -642,13 +632,17 @@ func (p *Provider) Get(ctx context.Context, name string) (*cluster.Cluster, erro
 		return nil, fmt.Errorf("local cluster %q: %w", name, cluster.ErrNotFound)
 	}
 	if err != nil {
-		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the state of local cluster %q is unreadable (%v)", name, err),
-			fmt.Sprintf("run `labctl down --name %s`, then `labctl up` again", name))
+		return nil, unreadableState(name, err)
 	}
 	if !p.healthy(ctx, dir, st) {
 		return nil, userr.New(fmt.Sprintf("local cluster %q is not running", name), fmt.Sprintf("run `labctl up --provider local --name %s` to start it again", name))
 	}
 	return p.clusterFor(dir, st)
+}
+
+func unreadableState(name string, err error) error {
+	return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the state of local cluster %q is unreadable (%v)", name, err),
+		fmt.Sprintf("run `labctl down --name %s`, then `labctl up` again", name))
 }
 
 // Down implements cluster.Provider: it stops every process that belongs
@@ -719,8 +713,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 		return nil, fmt.Errorf("local cluster %q: %w", name, cluster.ErrNotFound)
 	}
 	if err != nil {
-		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the state of local cluster %q is unreadable (%v)", name, err),
-			fmt.Sprintf("run `labctl down --name %s`, then `labctl up` again", name))
+		return nil, unreadableState(name, err)
 	}
 	out := &cluster.Status{Name: name, Provider: ProviderName, Context: ContextName(name), Running: true}
 	tlsCfg, _ := adminTLS(layout{dir})
