@@ -1,0 +1,318 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+)
+
+func init() {
+	Register(Definition{
+		Name:       "ordered",
+		Doc:        "among recorded states, `then` reached its state only after `first` reached its own (etcd write order), and not earlier in time either",
+		Namespaced: true,
+		Params:     func() any { return &orderedParams{} },
+		Run:        runOrdered,
+	})
+	Register(Definition{
+		Name:       "observed",
+		Doc:        "a recorded object was, at some point, in the given state",
+		Namespaced: true,
+		Params:     func() any { return &observedParams{} },
+		Run:        runObserved,
+	})
+	Register(Definition{
+		Name:       "leftovers",
+		Doc:        "nothing the operator made is left in the namespace (a StatefulSet's claims aside, which Kubernetes keeps by design)",
+		Namespaced: true,
+		Params:     func() any { return &leftoversParams{} },
+		Run:        runLeftovers,
+	})
+}
+
+type stateSpec struct {
+	Ref  labs.Ref         `json:"ref"`
+	When []labs.Assertion `json:"when"`
+	// Time is a path to a timestamp in the object (RFC 3339), compared at
+	// second precision; unset: the time labctl observed the state.
+	Time string `json:"time,omitempty"`
+}
+
+type orderedParams struct {
+	First stateSpec `json:"first"`
+	Then  stateSpec `json:"then"`
+}
+
+func (p *orderedParams) Validate() error {
+	if p.First.Ref.IsZero() || p.Then.Ref.IsZero() || len(p.First.When) == 0 || len(p.Then.When) == 0 {
+		return errors.New("needs first and then, each with ref and when")
+	}
+	return nil
+}
+
+// stateTime is when a recorded state says it happened.
+func stateTime(o Observed, path string) (time.Time, bool) {
+	if path == "" {
+		return o.At.Truncate(time.Second), true
+	}
+	els, err := labs.ParsePath(path)
+	if err != nil || o.Object == nil {
+		return time.Time{}, false
+	}
+	v, ok := lookup(o.Object.Object, els)
+	s, _ := v.(string)
+	if !ok || s == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
+}
+
+func runOrdered(_ context.Context, c *Context, params any) Outcome {
+	p := params.(*orderedParams)
+	first, ok1 := c.History(p.First.Ref)
+	then, ok2 := c.History(p.Then.Ref)
+	if !ok1 || !ok2 {
+		return errorf("the scenario must record %s and %s", p.First.Ref, p.Then.Ref)
+	}
+	firstWant, thenWant := DescribeAssertions(p.First.When), DescribeAssertions(p.Then.When)
+	firstAt := -1
+	for i, o := range first {
+		if ok, _ := EvalAssertions(o.Object, p.First.When); ok && o.Object != nil {
+			firstAt = i
+			break
+		}
+	}
+	var thenStates []Observed
+	for _, o := range then {
+		if ok, _ := EvalAssertions(o.Object, p.Then.When); ok && o.Object != nil {
+			thenStates = append(thenStates, o)
+		}
+	}
+	out := Outcome{Related: []string{p.First.Ref.Name, p.Then.Ref.Name},
+		Expected: fmt.Sprintf("%s (%s) only after %s (%s)", p.Then.Ref, thenWant, p.First.Ref, firstWant)}
+	if len(thenStates) == 0 {
+		out.Status = report.Fail
+		out.Message = fmt.Sprintf("%s was never observed with %s, so the order cannot be shown", p.Then.Ref, thenWant)
+		out.Observed = fmt.Sprintf("%d states of %s recorded, none with %s", len(then), p.Then.Ref, thenWant)
+		if len(then) > 0 {
+			out.Object = then[len(then)-1].Object
+		}
+		return out
+	}
+	early := thenStates[0]
+	if firstAt < 0 {
+		out.Status = report.Fail
+		out.Message = fmt.Sprintf("%s reached %s although %s never had %s", p.Then.Ref, thenWant, p.First.Ref, firstWant)
+		out.Observed = describeState(early)
+		out.Object = early.Object
+		return out
+	}
+	fs := first[firstAt]
+	if early.RV() != 0 && fs.RV() != 0 && early.RV() < fs.RV() {
+		out.Status = report.Fail
+		out.Message = fmt.Sprintf("%s reached %s before %s had %s", p.Then.Ref, thenWant, p.First.Ref, firstWant)
+		out.Observed = fmt.Sprintf("%s at resourceVersion %d, before %s at %d", describeState(early), early.RV(), p.First.Ref, fs.RV())
+		out.Object = early.Object
+		return out
+	}
+	ft, okF := stateTime(fs, p.First.Time)
+	for _, st := range thenStates {
+		tt, okT := stateTime(st, p.Then.Time)
+		if okF && okT && tt.Before(ft) {
+			out.Status = report.Fail
+			out.Message = fmt.Sprintf("%s says %s, before %s had %s (%s)", p.Then.Ref, tt.Format(time.RFC3339), p.First.Ref, firstWant, ft.Format(time.RFC3339))
+			out.Observed = describeState(st)
+			out.Object = st.Object
+			return out
+		}
+	}
+	out.Status = report.Pass
+	out.Message = fmt.Sprintf("%s reached %s only after %s had %s", p.Then.Ref, thenWant, p.First.Ref, firstWant)
+	return out
+}
+
+func describeState(o Observed) string {
+	if o.Object == nil {
+		return "absent"
+	}
+	phase, _, _ := unstructured.NestedString(o.Object.Object, "status", "phase")
+	s := fmt.Sprintf("%s %s", o.Object.GetKind(), o.Object.GetName())
+	if phase != "" {
+		s += " phase " + phase
+	}
+	if c := summarizeConditions(o.Object.Object); c != "none" {
+		s += " (" + c + ")"
+	}
+	return s
+}
+
+type leftoversParams struct {
+	// Kinds are the kinds to look at.
+	Kinds []string `json:"kinds"`
+	// KeepClaimsOf names a kind (database) whose objects' StatefulSet claims
+	// (<template>-<name>-<ordinal>) may stay.
+	KeepClaimsOf string `json:"keepClaimsOf,omitempty"`
+	// Except lists names per kind that belong to the namespace itself
+	// (configmap kube-root-ca.crt).
+	Except map[string][]string `json:"except,omitempty"`
+}
+
+func (p *leftoversParams) Validate() error {
+	if len(p.Kinds) == 0 {
+		return errors.New("needs kinds")
+	}
+	return nil
+}
+
+func runLeftovers(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*leftoversParams)
+	var claimRE *regexp.Regexp
+	if p.KeepClaimsOf != "" {
+		if names := c.Created(p.KeepClaimsOf); len(names) > 0 {
+			quoted := make([]string, len(names))
+			for i, n := range names {
+				quoted[i] = regexp.QuoteMeta(n)
+			}
+			claimRE = regexp.MustCompile(`^[a-z0-9.-]+-(` + strings.Join(quoted, "|") + `)-[0-9]+$`)
+		}
+	}
+	type leftover struct {
+		kind string
+		gvr  schema.GroupVersionResource
+		obj  unstructured.Unstructured
+	}
+	list := func() ([]leftover, error) {
+		var out []leftover
+		for _, kind := range p.Kinds {
+			gvr, err := c.Resolve(labs.Ref{Kind: kind, Name: "-"})
+			if err != nil {
+				return nil, err
+			}
+			items, err := c.Dynamic().Resource(gvr).Namespace(c.Namespace()).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range items.Items {
+				name := it.GetName()
+				if slices.Contains(p.Except[kind], name) {
+					continue
+				}
+				if gvr.Resource == "persistentvolumeclaims" && claimRE != nil && claimRE.MatchString(name) {
+					continue
+				}
+				if gvr.Resource == "secrets" {
+					if t, _, _ := unstructured.NestedString(it.Object, "type"); t == "kubernetes.io/service-account-token" {
+						continue
+					}
+				}
+				out = append(out, leftover{kind: kind, gvr: gvr, obj: it})
+			}
+		}
+		return out, nil
+	}
+	deadline := time.Now().Add(c.Timeout)
+	left, err := list()
+	if err != nil {
+		return errorf("listing the namespace: %v", oneLine(err))
+	}
+	// Garbage collection is asynchronous: wait (watching) for each one.
+	for _, l := range left {
+		_, _ = c.WaitFor(ctx, l.gvr, l.obj.GetName(), max(time.Until(deadline), time.Millisecond), kube.Gone)
+	}
+	left, err = list()
+	if err != nil {
+		return errorf("listing the namespace: %v", oneLine(err))
+	}
+	// What is still there but owned by a deleted controller is the garbage
+	// collector's (which learns about a new CRD only within 30s).
+	var pending []string
+	kept := left[:0]
+	for _, l := range left {
+		if owner, ok := c.run.danglingController(ctx, &l.obj); ok && l.obj.GetDeletionTimestamp() == nil {
+			pending = append(pending, fmt.Sprintf("%s/%s (owner %s)", l.kind, l.obj.GetName(), owner))
+			continue
+		}
+		kept = append(kept, l)
+	}
+	left = kept
+	if len(left) == 0 {
+		out := pass("nothing is left in the namespace (%s)", strings.Join(p.Kinds, ", "))
+		if len(pending) > 0 {
+			out.Message = fmt.Sprintf("nothing is left in the namespace but what the garbage collector is about to delete: %s", strings.Join(pending, ", "))
+		}
+		return out
+	}
+	var names []string
+	out := Outcome{Status: report.Fail}
+	for _, l := range left {
+		desc := l.kind + "/" + l.obj.GetName()
+		if len(l.obj.GetOwnerReferences()) == 0 {
+			desc += " (no owner reference)"
+		} else if l.obj.GetDeletionTimestamp() != nil {
+			desc += " (being deleted)"
+		}
+		names = append(names, desc)
+		out.Related = append(out.Related, l.obj.GetName())
+	}
+	out.Object = &left[0].obj
+	out.Message = fmt.Sprintf("%d object(s) left behind after the custom resources were deleted: %s", len(left), strings.Join(names, ", "))
+	out.Expected = "everything the operator created is deleted with its owner (controller owner references, garbage collection)"
+	out.Observed = strings.Join(names, ", ")
+	return out
+}
+
+type observedParams struct {
+	Ref  labs.Ref         `json:"ref"`
+	When []labs.Assertion `json:"when"`
+}
+
+func (p *observedParams) Validate() error {
+	if p.Ref.IsZero() || len(p.When) == 0 {
+		return errors.New("needs ref and when")
+	}
+	return nil
+}
+
+func runObserved(_ context.Context, c *Context, params any) Outcome {
+	p := params.(*observedParams)
+	states, ok := c.History(p.Ref)
+	if !ok {
+		return errorf("the scenario must record %s", p.Ref)
+	}
+	want := DescribeAssertions(p.When)
+	var seen []string
+	for _, o := range states {
+		if o.Object == nil {
+			continue
+		}
+		if ok, _ := EvalAssertions(o.Object, p.When); ok {
+			return pass("%s was observed with %s", p.Ref, want)
+		}
+		if d := describeState(o); len(seen) == 0 || seen[len(seen)-1] != d {
+			seen = append(seen, d)
+		}
+	}
+	out := Outcome{Status: report.Fail, Related: []string{p.Ref.Name}, Expected: fmt.Sprintf("%s at some point with %s", p.Ref, want)}
+	out.Message = fmt.Sprintf("%s was never observed with %s", p.Ref, want)
+	out.Observed = "states seen: " + strings.Join(seen, " → ")
+	if len(seen) == 0 {
+		out.Observed = "no state of " + p.Ref.String() + " was seen"
+	}
+	if len(states) > 0 {
+		out.Object = states[len(states)-1].Object
+	}
+	return out
+}

@@ -1,0 +1,389 @@
+// Package checks verifies a lab against a live cluster and the operator
+// running in it: it runs the lab's scenarios (internal/labs) in a fresh
+// namespace, observing through watches, and turns every assertion into a
+// result with evidence. Generic steps (apply, patch, delete, expect) come
+// from the YAML; what YAML cannot say is a check written in Go, registered
+// by name (audit, rbac, schema, source, build, operator health) and
+// parameterised from the YAML.
+package checks
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+)
+
+// ManagedByLabel marks the namespaces (and objects) labctl creates.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "labctl"
+	LabLabel       = "labctl.io/lab"
+	// FieldManager owns what verify applies.
+	FieldManager = "labctl-verify"
+)
+
+// Options are the inputs of Run.
+type Options struct {
+	Lab     *labs.Lab
+	Cluster *cluster.Cluster
+	// Operator is the operator under test; nil when none was found (checks
+	// that need it are skipped, and scenarios will observe nothing).
+	Operator *deploy.Operator
+	// ProjectDir is the operator's source (kubebuilder project) for source
+	// and build checks; "" skips them.
+	ProjectDir string
+	// Lang is "en" or "ru".
+	Lang string
+	// Tasks limits the run to these task IDs (and the scenarios that give
+	// evidence for them).
+	Tasks []string
+	// Keep leaves the namespace and its objects for inspection.
+	Keep bool
+	// Profile chooses timeouts: labs.ProfileLocal or labs.ProfileKind;
+	// "" decides from the cluster (simulated pods: local).
+	Profile string
+	// Namespace overrides the generated namespace name (tests).
+	Namespace string
+	// OnCheck is called as each check finishes (progress display).
+	OnCheck func(*report.Check)
+	// CleanupTimeout bounds the cleanup (default 30s).
+	CleanupTimeout time.Duration
+}
+
+// Run verifies a lab and returns the report. An error means the run could
+// not happen at all (no cluster, bad lab); failed checks are in the report.
+func Run(ctx context.Context, o Options) (*report.Report, error) {
+	if o.Lab == nil || o.Cluster == nil || o.Cluster.Config == nil {
+		return nil, errors.New("checks.Run needs a lab and a cluster")
+	}
+	if err := Validate(o.Lab); err != nil {
+		return nil, err
+	}
+	if o.Lang == "" {
+		o.Lang = "en"
+	}
+	if o.Profile == "" {
+		o.Profile = labs.ProfileLocal
+		if o.Cluster.Env.RealPods {
+			o.Profile = labs.ProfileKind
+		}
+	}
+	for _, t := range o.Tasks {
+		if _, ok := o.Lab.Task(t); !ok {
+			return nil, fmt.Errorf("lab %s has no task %s", o.Lab.ID, t)
+		}
+	}
+	r, err := newRun(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	rep := &report.Report{
+		Lab:      o.Lab.ID,
+		Title:    o.Lab.Title.In(o.Lang),
+		Lang:     o.Lang,
+		Cluster:  o.Cluster.Name,
+		Provider: o.Cluster.Provider,
+		Project:  o.ProjectDir,
+		Started:  started,
+	}
+	if o.Operator != nil {
+		rep.Operator = o.Operator.Identity
+	}
+
+	scenarios := r.selectScenarios()
+	needsNamespace := false
+	for _, sc := range scenarios {
+		if scenarioNeedsNamespace(sc) {
+			needsNamespace = true
+		}
+	}
+	if needsNamespace {
+		if err := r.createNamespace(ctx); err != nil {
+			return nil, err
+		}
+		rep.Namespace = r.ns
+	}
+
+	results := map[string]*report.Check{}
+	var mu sync.Mutex
+	collect := func(c *report.Check) {
+		mu.Lock()
+		results[c.ID] = c
+		mu.Unlock()
+		if o.OnCheck != nil {
+			o.OnCheck(c)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, sc := range scenarios {
+		if sc.Final {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.runScenario(ctx, sc, collect)
+		}()
+	}
+	wg.Wait()
+	for _, sc := range scenarios {
+		if sc.Final {
+			r.runScenario(ctx, sc, collect)
+		}
+	}
+
+	if needsNamespace {
+		if o.Keep {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("kept namespace %s and its objects (--keep)", r.ns))
+		} else {
+			rep.Notes = append(rep.Notes, r.cleanup(ctx)...)
+		}
+	}
+
+	for _, t := range o.Lab.Tasks {
+		if len(o.Tasks) > 0 && !slices.Contains(o.Tasks, t.ID) {
+			continue
+		}
+		rt := &report.Task{ID: t.ID, Title: t.Title.In(o.Lang), Hint: t.Hint.In(o.Lang), Points: t.Points, Hidden: t.Hidden}
+		for _, sc := range o.Lab.Scenarios {
+			for _, st := range sc.Steps {
+				if st.IsAssertion() && slices.Contains(st.Tasks, t.ID) {
+					if c, ok := results[st.ID]; ok {
+						rt.Checks = append(rt.Checks, c)
+					}
+				}
+			}
+		}
+		rep.Tasks = append(rep.Tasks, rt)
+	}
+	rep.Duration = report.Duration(time.Since(started))
+	rep.Finish()
+	return rep, nil
+}
+
+// run is the state one verification shares across its scenarios.
+type run struct {
+	o       Options
+	lab     *labs.Lab
+	profile string
+	cfg     *rest.Config
+	client  client.Client
+	dyn     dynamic.Interface
+	ns      string
+	started time.Time
+
+	logOffset       int
+	restartsAtStart int
+	auditOffset     int64
+
+	mu      sync.Mutex
+	created []objectKey // in creation order, for cleanup in reverse
+
+	projOnce sync.Once
+	proj     *goProject
+	projErr  error
+}
+
+type objectKey struct {
+	GVR  schema.GroupVersionResource
+	GVK  schema.GroupVersionKind
+	Name string
+}
+
+func newRun(ctx context.Context, o Options) (*run, error) {
+	cfg := rest.CopyConfig(o.Cluster.Config)
+	// A verification sends bursts (patches in quick succession, a writer
+	// provoking conflicts): do not let client-side throttling blur them.
+	cfg.QPS, cfg.Burst = 200, 400
+	cl, err := kube.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to cluster %s: %w", o.Cluster.Name, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{o: o, lab: o.Lab, profile: o.Profile, cfg: cfg, client: cl, dyn: dyn, started: time.Now()}
+	if op := o.Operator; op != nil {
+		if op.Logs != nil {
+			if b, err := op.Logs(ctx); err == nil {
+				r.logOffset = len(b)
+			}
+		}
+		if op.Restarts != nil {
+			r.restartsAtStart, _ = op.Restarts(ctx)
+		}
+	}
+	r.auditOffset = auditSize(ctx, o.Cluster.Env)
+	return r, nil
+}
+
+// selectScenarios returns the scenarios that give evidence for the
+// selected tasks (all of them without a filter).
+func (r *run) selectScenarios() []*labs.Scenario {
+	var out []*labs.Scenario
+	for i := range r.lab.Scenarios {
+		sc := &r.lab.Scenarios[i]
+		if len(r.o.Tasks) == 0 {
+			out = append(out, sc)
+			continue
+		}
+		for _, st := range sc.Steps {
+			if st.IsAssertion() && slices.ContainsFunc(st.Tasks, func(t string) bool { return slices.Contains(r.o.Tasks, t) }) {
+				out = append(out, sc)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// scenarioNeedsNamespace: scenarios made only of checks that read (source,
+// schema, build) need no namespace.
+func scenarioNeedsNamespace(sc *labs.Scenario) bool {
+	if len(sc.Record) > 0 {
+		return true
+	}
+	for _, st := range sc.Steps {
+		if st.Check == nil {
+			return true
+		}
+		if def, ok := registry[st.Check.Name]; ok && def.Namespaced {
+			return true
+		}
+	}
+	return false
+}
+
+var nsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func (r *run) createNamespace(ctx context.Context) error {
+	name := r.o.Namespace
+	if name == "" {
+		name = "labctl-" + nsUnsafe.ReplaceAllString(strings.ToLower(r.lab.ID), "-") + "-" + randomSuffix(5)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{ManagedByLabel: ManagedByValue, LabLabel: r.lab.ID},
+	}}
+	if err := r.client.Create(ctx, ns); err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	r.ns = name
+	return nil
+}
+
+func randomSuffix(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		k, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		b[i] = alphabet[k.Int64()]
+	}
+	return string(b)
+}
+
+func (r *run) remember(k objectKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.created {
+		if c == k {
+			return
+		}
+	}
+	r.created = append(r.created, k)
+}
+
+// cleanup deletes what the run created, newest first, each wait bounded,
+// then the namespace (whose own deletion is left to the cluster: the
+// namespace controller takes 5-10 s and nothing is gained by waiting).
+func (r *run) cleanup(ctx context.Context) []string {
+	bound := r.o.CleanupTimeout
+	if bound == 0 {
+		bound = 30 * time.Second
+	}
+	// Cleanup runs even when the run's context was cancelled (Ctrl-C).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	var notes []string
+	r.mu.Lock()
+	created := slices.Clone(r.created)
+	r.mu.Unlock()
+	for i := len(created) - 1; i >= 0; i-- {
+		k := created[i]
+		res := r.dyn.Resource(k.GVR).Namespace(r.ns)
+		err := res.Delete(cctx, k.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("cleanup: could not delete %s %s: %v", k.GVK.Kind, k.Name, oneLine(err)))
+			continue
+		}
+		per := min(bound/4, time.Until(deadlineOf(cctx)))
+		if _, err := r.waitFor(cctx, k.GVR, k.Name, per, kube.Gone); err != nil {
+			notes = append(notes, fmt.Sprintf("cleanup: %s %s is still there after %s (a finalizer the operator did not remove?)", k.GVK.Kind, k.Name, per.Round(time.Second)))
+		}
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}
+	if err := r.client.Delete(cctx, ns); err != nil && !apierrors.IsNotFound(err) {
+		notes = append(notes, fmt.Sprintf("cleanup: could not delete namespace %s: %v", r.ns, oneLine(err)))
+	}
+	return notes
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Hour)
+}
+
+// gvr maps a lab kind to its resource through the cluster's discovery.
+func (r *run) gvr(kind string) (schema.GroupVersionKind, schema.GroupVersionResource, bool, error) {
+	gvk, err := r.lab.ResolveKind(kind)
+	if err != nil {
+		return gvk, schema.GroupVersionResource{}, false, err
+	}
+	m, err := r.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return gvk, schema.GroupVersionResource{}, false, fmt.Errorf("the cluster does not serve %s (is its CRD installed?)", gvk.GroupKind())
+		}
+		return gvk, schema.GroupVersionResource{}, false, err
+	}
+	return gvk, m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// oneLine flattens an error for a one-line message.
+func oneLine(err error) string {
+	if err == nil {
+		return ""
+	}
+	return report.CleanLine(err.Error())
+}

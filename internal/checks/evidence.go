@@ -1,0 +1,189 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+)
+
+const (
+	maxObjectLines = 40
+	maxEvents      = 6
+	maxLogLines    = 8
+	maxLineLen     = 300
+)
+
+// toCheck turns an outcome into a report entry, adding evidence (the last
+// observed object, related events, an operator log excerpt) when the check
+// did not pass. Every string that came from the cluster is cleaned of
+// control characters here.
+func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report.Check {
+	c := &report.Check{
+		ID:       step.ID,
+		Title:    step.Title.In(r.o.Lang),
+		Tasks:    slices.Clone(step.Tasks),
+		Status:   out.Status,
+		Message:  report.Clean(out.Message),
+		Expected: report.Clean(out.Expected),
+		Observed: report.Clean(out.Observed),
+	}
+	for _, n := range out.Notes {
+		c.Notes = append(c.Notes, report.Clean(n))
+	}
+	if c.Status == "" {
+		c.Status = report.Error
+		c.Message = "the check returned no result"
+	}
+	if step.Severity == "warn" && (c.Status == report.Fail || c.Status == report.Error) {
+		c.Notes = append(c.Notes, "reported as a warning: the lab text does not require this, the course's solution files do")
+		c.Status = report.Warn
+	}
+	if c.Status == report.Pass || c.Status == report.Skipped {
+		return c
+	}
+	if out.Object != nil {
+		c.Object = TrimObject(out.Object)
+	}
+	if r.ns != "" && len(out.Related) > 0 {
+		c.Events = r.events(ctx, out.Related)
+	}
+	c.Logs = r.logExcerpt(ctx, out.Related)
+	return c
+}
+
+// TrimObject renders an object as YAML without the noise (managedFields,
+// last-applied annotations, the pod template's bulk), capped in length.
+func TrimObject(u *unstructured.Unstructured) string {
+	obj := runtime.DeepCopyJSON(u.Object)
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	if spec, ok := obj["spec"].(map[string]any); ok {
+		if tmpl, ok := spec["template"].(map[string]any); ok {
+			var images []any
+			containers, _, _ := unstructured.NestedSlice(tmpl, "spec", "containers")
+			for _, ct := range containers {
+				m, _ := ct.(map[string]any)
+				images = append(images, map[string]any{"name": m["name"], "image": m["image"]})
+			}
+			spec["template"] = map[string]any{"spec": map[string]any{"containers": images}, "…": "rest of the pod template omitted"}
+		}
+		if _, ok := spec["volumeClaimTemplates"]; ok {
+			spec["volumeClaimTemplates"] = "…omitted"
+		}
+	}
+	raw, err := yaml.Marshal(obj)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(report.Clean(string(raw)), "\n"), "\n")
+	if len(lines) > maxObjectLines {
+		lines = append(lines[:maxObjectLines], fmt.Sprintf("… (%d more lines)", len(lines)-maxObjectLines))
+	}
+	for i, l := range lines {
+		lines[i] = truncate(l, maxLineLen)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// events returns the namespace's events about the named objects, oldest
+// first, as "Type Reason (source): message".
+func (r *run) events(ctx context.Context, names []string) []string {
+	list := &corev1.EventList{}
+	if err := r.client.List(ctx, list, client.InNamespace(r.ns)); err != nil {
+		return []string{"(events unavailable: " + oneLine(err) + ")"}
+	}
+	var evs []corev1.Event
+	for _, e := range list.Items {
+		if slices.Contains(names, e.InvolvedObject.Name) || (e.Related != nil && slices.Contains(names, e.Related.Name)) {
+			evs = append(evs, e)
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
+	if len(evs) > maxEvents {
+		evs = evs[len(evs)-maxEvents:]
+	}
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		src := e.ReportingController
+		if src == "" {
+			src = e.Source.Component
+		}
+		line := fmt.Sprintf("%s %s %s/%s", e.Type, e.Reason, strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name)
+		if src != "" {
+			line += " (" + src + ")"
+		}
+		line += ": " + e.Message
+		if e.Count > 1 {
+			line += fmt.Sprintf(" (×%d)", e.Count)
+		}
+		out = append(out, truncate(report.CleanLine(line), maxLineLen))
+	}
+	return out
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// logExcerpt returns the operator's log lines since the run started that
+// mention one of names (the last few), or the last lines when none does.
+func (r *run) logExcerpt(ctx context.Context, names []string) []string {
+	log, ok, err := r.operatorLog(ctx)
+	if !ok {
+		return nil
+	}
+	if err != nil {
+		return []string{"(operator log unavailable: " + oneLine(err) + ")"}
+	}
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	var hits []string
+	for _, l := range lines {
+		for _, n := range names {
+			if n != "" && strings.Contains(l, n) {
+				hits = append(hits, l)
+				break
+			}
+		}
+	}
+	if len(hits) == 0 {
+		hits = lines
+		if len(hits) > 4 {
+			hits = hits[len(hits)-4:]
+		}
+	}
+	if len(hits) > maxLogLines {
+		hits = hits[len(hits)-maxLogLines:]
+	}
+	out := make([]string, 0, len(hits))
+	for _, l := range hits {
+		if l = strings.TrimSpace(report.CleanLine(l)); l != "" {
+			out = append(out, truncate(l, maxLineLen))
+		}
+	}
+	return out
+}

@@ -1,0 +1,217 @@
+package checks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/report"
+)
+
+func init() {
+	Register(Definition{
+		Name: "operator-health",
+		Doc:  "the operator did not restart or panic during the run (process or pod restarts, log scan)",
+		Run:  runOperatorHealth,
+	})
+	Register(Definition{
+		Name:   "controller-running",
+		Doc:    "the manager started the workers of the controller for a kind (its caches synced)",
+		Params: func() any { return &controllerParams{} },
+		Run:    runControllerRunning,
+	})
+	Register(Definition{
+		Name:   "log-mentions",
+		Doc:    "the operator's log since the run started has a line matching a pattern and naming an object",
+		Params: func() any { return &logParams{} },
+		Run:    runLogMentions,
+	})
+	Register(Definition{
+		Name: "build",
+		Doc:  "every package of the project compiles (go build ./... without the final link)",
+		Run:  runBuild,
+	})
+}
+
+var panicLine = regexp.MustCompile(`(?i)\bpanic\b`)
+
+func runOperatorHealth(ctx context.Context, c *Context, _ any) Outcome {
+	op := c.Operator()
+	if op == nil {
+		return skip("no operator deployed by labctl was found, so its health cannot be read")
+	}
+	var problems, notes []string
+	observed := false
+	if op.Restarts != nil {
+		n, err := op.Restarts(ctx)
+		if err == nil {
+			observed = true
+			if d := n - c.run.restartsAtStart; d > 0 {
+				problems = append(problems, fmt.Sprintf("it restarted %d time(s) during the run", d))
+			}
+			if c.run.restartsAtStart > 0 {
+				notes = append(notes, fmt.Sprintf("it had restarted %d time(s) before this run, since it was deployed", c.run.restartsAtStart))
+			}
+		}
+	}
+	log, ok, err := c.OperatorLog(ctx)
+	if ok && err == nil {
+		observed = true
+		var panics []string
+		for _, l := range strings.Split(log, "\n") {
+			if panicLine.MatchString(l) {
+				panics = append(panics, truncate(strings.TrimSpace(l), 200))
+			}
+		}
+		if len(panics) > 0 {
+			problems = append(problems, fmt.Sprintf("its log shows %d panic line(s), first: %s", len(panics), panics[0]))
+		}
+	}
+	if !observed {
+		return skip("neither restarts nor logs of the operator can be read here")
+	}
+	out := Outcome{Notes: notes, Expected: "no restart and no panic while the checks ran"}
+	if len(problems) > 0 {
+		out.Status = report.Fail
+		out.Message = "the operator is not healthy: " + strings.Join(problems, "; ")
+		out.Observed = strings.Join(problems, "; ")
+		return out
+	}
+	out.Status = report.Pass
+	out.Message = "the operator ran through the checks without restarting or panicking"
+	if len(notes) > 0 {
+		out.Status = report.Warn
+		out.Message += "; " + strings.Join(notes, "; ")
+	}
+	return out
+}
+
+type controllerParams struct {
+	Kind string `json:"kind"`
+}
+
+func (p *controllerParams) Validate() error {
+	if p.Kind == "" {
+		return errors.New("needs kind")
+	}
+	return nil
+}
+
+func runControllerRunning(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*controllerParams)
+	op := c.Operator()
+	if op == nil || op.Logs == nil {
+		return skip("the operator's log cannot be read here")
+	}
+	raw, err := op.Logs(ctx)
+	if err != nil {
+		return errorf("reading the operator's log: %v", oneLine(err))
+	}
+	kind := regexp.MustCompile(`"controllerKind"\s*:\s*"` + regexp.QuoteMeta(p.Kind) + `"`)
+	started, workers := false, false
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !kind.MatchString(l) {
+			continue
+		}
+		if strings.Contains(l, "Starting Controller") {
+			started = true
+		}
+		if strings.Contains(l, "Starting workers") {
+			workers = true
+		}
+	}
+	expected := fmt.Sprintf("the manager logs \"Starting workers\" for controllerKind %s", p.Kind)
+	switch {
+	case workers:
+		return pass("the manager runs the %s controller (its workers started)", p.Kind)
+	case started:
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the %s controller started but its workers never did: its informers did not sync (RBAC to list/watch what it watches?)", p.Kind),
+			Expected: expected, Observed: "\"Starting Controller\" but no \"Starting workers\""}
+	}
+	return Outcome{Status: report.Fail, Message: fmt.Sprintf("the manager never started a controller for %s: is it set up in cmd/main.go (SetupWithManager)?", p.Kind),
+		Expected: expected, Observed: "no controller for " + p.Kind + " in the log"}
+}
+
+type logParams struct {
+	// Pattern is a regular expression ((?i) for case-insensitive).
+	Pattern string `json:"pattern"`
+	// Name must appear on the line too (the object the lab is about).
+	Name string `json:"name"`
+}
+
+func (p *logParams) Validate() error {
+	if p.Pattern == "" {
+		return errors.New("needs pattern")
+	}
+	_, err := regexp.Compile(p.Pattern)
+	return err
+}
+
+func runLogMentions(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*logParams)
+	log, ok, err := c.OperatorLog(ctx)
+	if !ok {
+		return skip("the operator's log cannot be read here")
+	}
+	if err != nil {
+		return errorf("reading the operator's log: %v", oneLine(err))
+	}
+	re := regexp.MustCompile(p.Pattern)
+	lines := strings.Split(log, "\n")
+	for _, l := range lines {
+		if re.MatchString(l) && (p.Name == "" || strings.Contains(l, p.Name)) {
+			return pass("the operator's log mentions it: %s", truncate(strings.TrimSpace(l), 200))
+		}
+	}
+	want := fmt.Sprintf("a log line matching /%s/", p.Pattern)
+	if p.Name != "" {
+		want += " that names " + p.Name
+	}
+	return Outcome{Status: report.Fail, Message: fmt.Sprintf("the operator's log since the run started has no line matching /%s/ about %s (%d lines read)", p.Pattern, p.Name, len(lines)-1),
+		Expected: want, Observed: "none", Related: []string{p.Name}}
+}
+
+// runBuild compiles every package of the project, as go build ./... does,
+// without linking the manager binary: `go list -export` compiles (or takes
+// from the build cache) every package and reports the same compiler
+// errors, in a fraction of the time a link takes; the manager labctl runs
+// was linked when it was deployed.
+func runBuild(ctx context.Context, c *Context, _ any) Outcome {
+	dir := c.ProjectDir()
+	if dir == "" {
+		return skip("no project directory to build (pass --project DIR)")
+	}
+	if _, err := os.Stat(dir + "/go.mod"); err != nil {
+		return fail("%s has no go.mod", dir)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return skip("the Go toolchain is not installed, so the project cannot be built here")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, goBin, "list", "-export", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return errorf("compiling the project did not finish within %s", roundDur(c.Timeout))
+		}
+		out := fail("the project does not compile: %s", deploy.FirstErrors(stderr.String(), 3))
+		out.Expected = "go build ./... succeeds"
+		out.Observed = truncate(report.Clean(stderr.String()), 1500)
+		return out
+	}
+	return pass("every package of the project compiles (%s)", roundDur(time.Since(start)))
+}

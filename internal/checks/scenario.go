@@ -1,0 +1,368 @@
+package checks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+)
+
+// scenario is the state of one scenario while it runs.
+type scenario struct {
+	r  *run
+	sc *labs.Scenario
+
+	mu        sync.Mutex
+	marks     map[string]time.Time
+	deleted   map[string]types.UID
+	recorders map[string]*recorder
+}
+
+func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*report.Check)) {
+	s := &scenario{r: r, sc: sc, marks: map[string]time.Time{}, deleted: map[string]types.UID{}, recorders: map[string]*recorder{}}
+	rctx, stopRecording := context.WithCancel(ctx)
+	defer stopRecording()
+	var blocked string
+	for _, ref := range sc.Record {
+		rec, err := s.record(rctx, ref)
+		if err != nil {
+			blocked = fmt.Sprintf("cannot watch %s: %v", ref, oneLine(err))
+			break
+		}
+		s.recorders[ref.String()] = rec
+	}
+	for i := range sc.Steps {
+		step := &sc.Steps[i]
+		if step.Mark != "" {
+			s.mu.Lock()
+			s.marks[step.Mark] = time.Now()
+			s.mu.Unlock()
+		}
+		if !step.IsAssertion() {
+			if blocked != "" {
+				continue
+			}
+			if err := s.act(ctx, step); err != nil {
+				blocked = fmt.Sprintf("step %d (%s) failed: %s", i+1, describeAction(step), oneLine(err))
+			}
+			continue
+		}
+		start := time.Now()
+		var out Outcome
+		if blocked != "" {
+			out = Outcome{Status: report.Error, Message: "not run: " + blocked}
+		} else {
+			out = s.assert(ctx, step)
+		}
+		c := r.toCheck(ctx, step, out)
+		c.Scenario = sc.Name
+		c.Duration = report.Duration(time.Since(start))
+		if step.Gate && !c.Status.Passed() && c.Status != report.Skipped {
+			blocked = fmt.Sprintf("%s did not pass", step.ID)
+		}
+		collect(c)
+	}
+}
+
+// act runs an action step.
+func (s *scenario) act(ctx context.Context, step *labs.Step) error {
+	r := s.r
+	switch {
+	case step.Apply != nil:
+		obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(step.Apply.Object)}
+		obj.SetNamespace(r.ns)
+		gvk := obj.GroupVersionKind()
+		m, err := r.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("the cluster does not serve %s: %w", gvk.GroupKind(), err)
+		}
+		data, err := json.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		r.remember(objectKey{GVR: m.Resource, GVK: gvk, Name: obj.GetName()})
+		_, err = r.dyn.Resource(m.Resource).Namespace(r.ns).Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true)})
+		return err
+	case step.Patch != nil:
+		_, gvr, _, err := r.gvr(step.Patch.Ref.Kind)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(step.Patch.Merge)
+		if err != nil {
+			return err
+		}
+		var sub []string
+		if step.Patch.Subresource != "" {
+			sub = []string{step.Patch.Subresource}
+		}
+		_, err = r.dyn.Resource(gvr).Namespace(r.ns).Patch(ctx, step.Patch.Ref.Name, types.MergePatchType, data,
+			metav1.PatchOptions{FieldManager: FieldManager}, sub...)
+		return err
+	case step.Wait != nil:
+		_, gvr, _, err := r.gvr(step.Wait.Ref.Kind)
+		if err != nil {
+			return err
+		}
+		if q := step.Wait.Quiet; q != nil {
+			return r.settle(ctx, gvr, step.Wait.Ref.Name, q.For(r.profile), r.timeout(step))
+		}
+		_, err = r.waitFor(ctx, gvr, step.Wait.Ref.Name, r.timeout(step), func(u *unstructured.Unstructured) (bool, error) {
+			ok, _ := EvalAssertions(u, step.Wait.Eventually)
+			return ok, nil
+		})
+		if isTimeout(err) && ctx.Err() == nil {
+			return nil // not an assertion: go on and let the next steps judge
+		}
+		return err
+	case step.Delete != nil:
+		if step.Delete.All != "" {
+			_, gvr, _, err := r.gvr(step.Delete.All)
+			if err != nil {
+				return err
+			}
+			list, err := r.dyn.Resource(gvr).Namespace(r.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, item := range list.Items {
+				s.setDeleted(labs.Ref{Kind: step.Delete.All, Name: item.GetName()}, item.GetUID())
+				err := r.dyn.Resource(gvr).Namespace(r.ns).Delete(ctx, item.GetName(), metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+			return nil
+		}
+		ref := step.Delete.Ref
+		_, gvr, _, err := r.gvr(ref.Kind)
+		if err != nil {
+			return err
+		}
+		res := r.dyn.Resource(gvr).Namespace(r.ns)
+		obj, err := res.Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s does not exist, so it cannot be deleted", ref)
+		}
+		if err != nil {
+			return err
+		}
+		s.setDeleted(ref, obj.GetUID())
+		return res.Delete(ctx, ref.Name, metav1.DeleteOptions{
+			Preconditions:     &metav1.Preconditions{UID: ptrTo(obj.GetUID())},
+			PropagationPolicy: ptrTo(metav1.DeletePropagationBackground),
+		})
+	}
+	return fmt.Errorf("unknown action %q", step.Kind())
+}
+
+func describeAction(step *labs.Step) string {
+	switch {
+	case step.Apply != nil:
+		u := unstructured.Unstructured{Object: step.Apply.Object}
+		return fmt.Sprintf("apply %s %s", u.GetKind(), u.GetName())
+	case step.Patch != nil:
+		return "patch " + step.Patch.Ref.String()
+	case step.Wait != nil:
+		return "wait for " + step.Wait.Ref.String()
+	case step.Delete != nil:
+		if step.Delete.All != "" {
+			return "delete " + step.Delete.All + " --all"
+		}
+		return "delete " + step.Delete.Ref.String()
+	}
+	return step.Kind()
+}
+
+func (s *scenario) setDeleted(ref labs.Ref, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleted[ref.String()] = uid
+}
+
+func (s *scenario) deletedUID(ref labs.Ref) (types.UID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uid, ok := s.deleted[ref.String()]
+	return uid, ok
+}
+
+// assert runs an assertion step.
+func (s *scenario) assert(ctx context.Context, step *labs.Step) Outcome {
+	timeout := s.r.timeout(step)
+	if step.Expect != nil {
+		return s.expect(ctx, step.Expect, timeout)
+	}
+	def, ok := registry[step.Check.Name]
+	if !ok {
+		return Outcome{Status: report.Error, Message: "unknown check " + step.Check.Name}
+	}
+	params, err := decodeParams(def, step.Check.With)
+	if err != nil {
+		return Outcome{Status: report.Error, Message: err.Error()}
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second) // a check bounds its own waits by Timeout
+	defer cancel()
+	return def.Run(cctx, &Context{run: s.r, scn: s, Step: step, Timeout: timeout}, params)
+}
+
+func (r *run) timeout(step *labs.Step) time.Duration {
+	if step.Timeout != nil && !step.Timeout.IsZero() {
+		return step.Timeout.For(r.profile)
+	}
+	return r.lab.Defaults.Timeout.For(r.profile)
+}
+
+// recorder keeps every state an object passes through, in order.
+type recorder struct {
+	mu     sync.Mutex
+	states []Observed
+	done   chan struct{}
+}
+
+// Observed is one state of a recorded object (nil Object: deleted or not
+// yet there).
+type Observed struct {
+	At     time.Time
+	Object *unstructured.Unstructured
+}
+
+// RV is the object's resourceVersion as a number. On etcd-backed API
+// servers it is the etcd revision of the write, ordered across all objects
+// of the cluster; 0 if unknown.
+func (o Observed) RV() int64 {
+	if o.Object == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(o.Object.GetResourceVersion(), 10, 64)
+	return n
+}
+
+func (s *scenario) record(ctx context.Context, ref labs.Ref) (*recorder, error) {
+	_, gvr, _, err := s.r.gvr(ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	res := s.r.dyn.Resource(gvr).Namespace(s.r.ns)
+	rec := &recorder{done: make(chan struct{})}
+	lw := nameListWatch(res, ref.Name)
+	synced := make(chan struct{})
+	var once sync.Once
+	go func() {
+		defer close(rec.done)
+		_, _ = watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, func(store cache.Store) (bool, error) {
+			for _, item := range store.List() {
+				rec.add(item.(*unstructured.Unstructured))
+			}
+			once.Do(func() { close(synced) })
+			return false, nil
+		}, func(ev watch.Event) (bool, error) {
+			u, _ := ev.Object.(*unstructured.Unstructured)
+			if ev.Type == watch.Deleted {
+				u = nil
+			}
+			if ev.Type != watch.Bookmark && ev.Type != watch.Error {
+				rec.add(u)
+			}
+			return false, nil
+		})
+		once.Do(func() { close(synced) })
+	}()
+	select {
+	case <-synced:
+		return rec, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (rec *recorder) add(u *unstructured.Unstructured) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if u != nil {
+		u = u.DeepCopy()
+	}
+	rec.states = append(rec.states, Observed{At: time.Now(), Object: u})
+}
+
+// States returns what was observed so far.
+func (rec *recorder) States() []Observed {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]Observed(nil), rec.states...)
+}
+
+// nameListWatch lists and watches one object by name.
+func nameListWatch(res dynamic.ResourceInterface, name string) *cache.ListWatch {
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return res.Watch(ctx, o)
+		},
+	}
+}
+
+// isTimeout tells a wait that ran out of time from other errors.
+func isTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
+
+// settle waits until an object has not changed for quiet (at most
+// timeout), watching it: the operator has then finished reacting to it.
+func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name string, quiet, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	lw := nameListWatch(r.dyn.Resource(gvr).Namespace(r.ns), name)
+	go func() {
+		_, _ = watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
+			if ev.Type != watch.Bookmark {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+			return false, nil
+		})
+	}()
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+			return nil
+		case <-changed:
+			if !timer.Stop() {
+				<-timer.C
+			}
+			timer.Reset(quiet)
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return nil // never quiet: go on, the next steps judge
+			}
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,483 @@
+package checks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+)
+
+func init() {
+	Register(Definition{
+		Name:   "crd",
+		Doc:    "a CustomResourceDefinition is installed and established, with the scope, version and status subresource asked for",
+		Params: func() any { return &crdParams{} },
+		Run:    runCRD,
+	})
+	Register(Definition{
+		Name:   "crd-schema",
+		Doc:    "the installed CRD's schema has the fields (types, required, minimum, default, enum) and printer columns asked for",
+		Params: func() any { return &crdSchemaParams{} },
+		Run:    runCRDSchema,
+	})
+	Register(Definition{
+		Name:       "dry-run",
+		Doc:        "a server-side dry-run create is rejected (validation) or accepted with defaults applied",
+		Namespaced: true,
+		Params:     func() any { return &dryRunParams{} },
+		Run:        runDryRun,
+	})
+	Register(Definition{
+		Name:   "crd-matches-types",
+		Doc:    "the installed CRD has every field the project's Go types declare (make manifests and make install were run after the last change)",
+		Params: func() any { return &crdTypesParams{} },
+		Run:    runCRDMatchesTypes,
+	})
+}
+
+type crdParams struct {
+	Name              string `json:"name"`
+	Scope             string `json:"scope"`
+	Version           string `json:"version"`
+	StatusSubresource bool   `json:"statusSubresource"`
+}
+
+func (p *crdParams) Validate() error {
+	if p.Name == "" || p.Version == "" {
+		return errors.New("needs name and version")
+	}
+	if p.Scope != "Namespaced" && p.Scope != "Cluster" {
+		return errors.New("scope is Namespaced or Cluster")
+	}
+	return nil
+}
+
+func getCRD(ctx context.Context, c *Context, name string) (*apiextensionsv1.CustomResourceDefinition, *unstructured.Unstructured, Outcome, bool) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := c.Client().Get(ctx, types.NamespacedName{Name: name}, crd)
+	if apierrors.IsNotFound(err) {
+		out := fail("CRD %s is not installed", name)
+		out.Expected = "CRD " + name + " installed (make install)"
+		out.Observed = "not found"
+		return nil, nil, out, false
+	}
+	if err != nil {
+		return nil, nil, errorf("reading CRD %s: %v", name, oneLine(err)), false
+	}
+	raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetManagedFields(nil)
+	// The schema makes the object long; evidence shows the rest.
+	return crd, u, Outcome{}, true
+}
+
+func crdVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) *apiextensionsv1.CustomResourceDefinitionVersion {
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == version {
+			return &crd.Spec.Versions[i]
+		}
+	}
+	return nil
+}
+
+func runCRD(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*crdParams)
+	crd, _, out, ok := getCRD(ctx, c, p.Name)
+	if !ok {
+		return out
+	}
+	var problems []string
+	established := false
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			established = true
+		}
+	}
+	if !established {
+		problems = append(problems, "not Established")
+	}
+	if string(crd.Spec.Scope) != p.Scope {
+		problems = append(problems, fmt.Sprintf("scope %s, not %s", crd.Spec.Scope, p.Scope))
+	}
+	v := crdVersion(crd, p.Version)
+	switch {
+	case v == nil:
+		var names []string
+		for _, x := range crd.Spec.Versions {
+			names = append(names, x.Name)
+		}
+		problems = append(problems, fmt.Sprintf("no version %s (has %s)", p.Version, strings.Join(names, ", ")))
+	case !v.Served:
+		problems = append(problems, fmt.Sprintf("version %s is not served", p.Version))
+	case p.StatusSubresource && (v.Subresources == nil || v.Subresources.Status == nil):
+		problems = append(problems, "no status subresource (+kubebuilder:subresource:status)")
+	}
+	want := fmt.Sprintf("%s established, %s, version %s", p.Name, p.Scope, p.Version)
+	if p.StatusSubresource {
+		want += " with the status subresource"
+	}
+	if len(problems) == 0 {
+		return pass("CRD %s is installed: %s", p.Name, strings.TrimPrefix(want, p.Name+" "))
+	}
+	return Outcome{Status: report.Fail, Message: fmt.Sprintf("CRD %s: %s", p.Name, strings.Join(problems, "; ")),
+		Expected: want, Observed: strings.Join(problems, "; ")}
+}
+
+type fieldSpec struct {
+	// Path is dotted from the object's root: spec.retention.
+	Path     string          `json:"path"`
+	Type     string          `json:"type,omitempty"`
+	Format   string          `json:"format,omitempty"`
+	Required bool            `json:"required,omitempty"`
+	Optional bool            `json:"optional,omitempty"`
+	Minimum  *float64        `json:"minimum,omitempty"`
+	Default  json.RawMessage `json:"default,omitempty"`
+	Enum     []string        `json:"enum,omitempty"`
+}
+
+type columnSpec struct {
+	Name     string `json:"name"`
+	JSONPath string `json:"jsonPath"`
+}
+
+type crdSchemaParams struct {
+	Name           string       `json:"name"`
+	Version        string       `json:"version"`
+	Fields         []fieldSpec  `json:"fields"`
+	PrinterColumns []columnSpec `json:"printerColumns,omitempty"`
+}
+
+func (p *crdSchemaParams) Validate() error {
+	if p.Name == "" || p.Version == "" || (len(p.Fields) == 0 && len(p.PrinterColumns) == 0) {
+		return errors.New("needs name, version and fields or printerColumns")
+	}
+	for _, f := range p.Fields {
+		if f.Path == "" || (f.Required && f.Optional) {
+			return fmt.Errorf("field %q: needs a path, and not both required and optional", f.Path)
+		}
+	}
+	return nil
+}
+
+// schemaAt walks a structural schema along a dotted path, returning the
+// node and its parent.
+func schemaAt(root *apiextensionsv1.JSONSchemaProps, path string) (node, parent *apiextensionsv1.JSONSchemaProps) {
+	node = root
+	for _, part := range strings.Split(path, ".") {
+		if node == nil {
+			return nil, nil
+		}
+		child, ok := node.Properties[part]
+		if !ok {
+			return nil, node
+		}
+		parent = node
+		node = &child
+	}
+	return node, parent
+}
+
+func runCRDSchema(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*crdSchemaParams)
+	crd, _, out, ok := getCRD(ctx, c, p.Name)
+	if !ok {
+		return out
+	}
+	v := crdVersion(crd, p.Version)
+	if v == nil || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return fail("CRD %s has no schema for version %s", p.Name, p.Version)
+	}
+	root := v.Schema.OpenAPIV3Schema
+	var problems, good []string
+	for _, f := range p.Fields {
+		node, parent := schemaAt(root, f.Path)
+		if node == nil {
+			problems = append(problems, f.Path+" is missing")
+			continue
+		}
+		last := f.Path[strings.LastIndex(f.Path, ".")+1:]
+		required := parent != nil && slices.Contains(parent.Required, last)
+		var bad []string
+		if f.Type != "" && node.Type != f.Type {
+			bad = append(bad, fmt.Sprintf("type %q, not %q", node.Type, f.Type))
+		}
+		if f.Format != "" && node.Format != f.Format {
+			bad = append(bad, fmt.Sprintf("format %q, not %q", node.Format, f.Format))
+		}
+		if f.Required && !required {
+			bad = append(bad, "not required")
+		}
+		if f.Optional && required {
+			bad = append(bad, "required, but should be optional")
+		}
+		if f.Minimum != nil && (node.Minimum == nil || *node.Minimum != *f.Minimum) {
+			got := "none"
+			if node.Minimum != nil {
+				got = strconv.FormatFloat(*node.Minimum, 'g', -1, 64)
+			}
+			bad = append(bad, fmt.Sprintf("minimum %s, not %s", got, strconv.FormatFloat(*f.Minimum, 'g', -1, 64)))
+		}
+		if len(f.Default) > 0 {
+			var want any
+			_ = json.Unmarshal(f.Default, &want)
+			var got any
+			if node.Default != nil {
+				_ = json.Unmarshal(node.Default.Raw, &got)
+			}
+			if node.Default == nil || !jsonEqual(got, want) {
+				bad = append(bad, fmt.Sprintf("default %s, not %s", showValue(got), string(f.Default)))
+			}
+		}
+		if len(f.Enum) > 0 {
+			var got []string
+			for _, e := range node.Enum {
+				var s string
+				if json.Unmarshal(e.Raw, &s) == nil {
+					got = append(got, s)
+				}
+			}
+			a, b := slices.Clone(got), slices.Clone(f.Enum)
+			sort.Strings(a)
+			sort.Strings(b)
+			if !reflect.DeepEqual(a, b) {
+				bad = append(bad, fmt.Sprintf("enum [%s], not [%s]", strings.Join(got, ", "), strings.Join(f.Enum, ", ")))
+			}
+		}
+		if len(bad) > 0 {
+			problems = append(problems, f.Path+": "+strings.Join(bad, ", "))
+		} else {
+			good = append(good, f.Path)
+		}
+	}
+	for _, col := range p.PrinterColumns {
+		found := false
+		for _, have := range v.AdditionalPrinterColumns {
+			if have.Name == col.Name {
+				found = true
+				if col.JSONPath != "" && have.JSONPath != col.JSONPath {
+					problems = append(problems, fmt.Sprintf("printer column %s shows %s, not %s", col.Name, have.JSONPath, col.JSONPath))
+				}
+			}
+		}
+		if !found {
+			problems = append(problems, "no printer column "+col.Name)
+		}
+	}
+	if len(problems) == 0 {
+		cols := make([]string, len(p.PrinterColumns))
+		for i, col := range p.PrinterColumns {
+			cols[i] = col.Name
+		}
+		msg := fmt.Sprintf("CRD %s has %s", p.Name, strings.Join(good, ", "))
+		if len(cols) > 0 {
+			msg += "; printer columns " + strings.Join(cols, ", ")
+		}
+		return pass("%s", msg)
+	}
+	var want []string
+	for _, f := range p.Fields {
+		want = append(want, describeField(f))
+	}
+	for _, col := range p.PrinterColumns {
+		want = append(want, "column "+col.Name+" "+col.JSONPath)
+	}
+	return Outcome{Status: report.Fail,
+		Message:  fmt.Sprintf("CRD %s differs from what the lab asks: %s", p.Name, strings.Join(problems, "; ")),
+		Expected: strings.Join(want, "; "), Observed: strings.Join(problems, "; ")}
+}
+
+func describeField(f fieldSpec) string {
+	s := f.Path
+	var attrs []string
+	if f.Type != "" {
+		attrs = append(attrs, f.Type)
+	}
+	if f.Required {
+		attrs = append(attrs, "required")
+	}
+	if f.Optional {
+		attrs = append(attrs, "optional")
+	}
+	if f.Minimum != nil {
+		attrs = append(attrs, "minimum "+strconv.FormatFloat(*f.Minimum, 'g', -1, 64))
+	}
+	if len(f.Default) > 0 {
+		attrs = append(attrs, "default "+string(f.Default))
+	}
+	if len(f.Enum) > 0 {
+		attrs = append(attrs, "enum "+strings.Join(f.Enum, "/"))
+	}
+	if len(attrs) > 0 {
+		s += " (" + strings.Join(attrs, ", ") + ")"
+	}
+	return s
+}
+
+type dryRunParams struct {
+	Object map[string]any `json:"object"`
+	// Reject: the create must be refused (validation).
+	Reject bool `json:"reject,omitempty"`
+	// Defaults: assertions on the object the API server would store.
+	Defaults []labs.Assertion `json:"defaults,omitempty"`
+}
+
+func (p *dryRunParams) Validate() error {
+	u := unstructured.Unstructured{Object: p.Object}
+	if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+		return errors.New("object needs apiVersion, kind and metadata.name")
+	}
+	return nil
+}
+
+func runDryRun(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*dryRunParams)
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(p.Object)}
+	obj.SetNamespace(c.Namespace())
+	gvk := obj.GroupVersionKind()
+	m, err := c.Client().RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return errorf("the cluster does not serve %s (is its CRD installed?)", gvk.GroupKind())
+	}
+	spec, _ := json.Marshal(obj.Object["spec"])
+	what := fmt.Sprintf("%s with spec %s", gvk.Kind, spec)
+	got, err := c.Dynamic().Resource(m.Resource).Namespace(c.Namespace()).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+	if p.Reject {
+		if err == nil {
+			return Outcome{Status: report.Fail, Message: fmt.Sprintf("the API server accepted %s: the schema does not validate it", what),
+				Expected: "rejected by validation", Observed: "accepted", Object: got}
+		}
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			return pass("the API server rejects %s: %s", what, truncate(oneLine(err), 240))
+		}
+		return errorf("dry-run create of %s: %v", what, oneLine(err))
+	}
+	if err != nil {
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the API server rejected %s: %s", what, truncate(oneLine(err), 240)),
+			Expected: "accepted", Observed: "rejected"}
+	}
+	if ok, obs := EvalAssertions(got, p.Defaults); !ok {
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("dry-run create of %s: the stored object lacks the defaults", what),
+			Expected: DescribeAssertions(p.Defaults), Observed: obs, Object: got}
+	}
+	if len(p.Defaults) > 0 {
+		return pass("dry-run create of %s: accepted, with %s", what, DescribeAssertions(p.Defaults))
+	}
+	return pass("dry-run create of %s: accepted", what)
+}
+
+type crdTypesParams struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// File is the Go file (relative to the project) declaring the types.
+	File string `json:"file"`
+	// Types maps a top-level field (spec, status) to its Go struct type.
+	Types map[string]string `json:"types"`
+}
+
+func (p *crdTypesParams) Validate() error {
+	if p.Name == "" || p.Version == "" || p.File == "" || len(p.Types) == 0 {
+		return errors.New("needs name, version, file and types")
+	}
+	return nil
+}
+
+func runCRDMatchesTypes(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*crdTypesParams)
+	if c.ProjectDir() == "" {
+		return skip("no project directory to compare the CRD with (pass --project)")
+	}
+	crd, _, out, ok := getCRD(ctx, c, p.Name)
+	if !ok {
+		return out
+	}
+	v := crdVersion(crd, p.Version)
+	if v == nil || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return fail("CRD %s has no schema for version %s", p.Name, p.Version)
+	}
+	path := filepath.Join(c.ProjectDir(), filepath.FromSlash(p.File))
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return fail("cannot parse %s: %v", p.File, oneLine(err))
+	}
+	var missing, checked []string
+	tops := make([]string, 0, len(p.Types))
+	for top := range p.Types {
+		tops = append(tops, top)
+	}
+	sort.Strings(tops)
+	for _, top := range tops {
+		typeName := p.Types[top]
+		fields, ok := structJSONFields(f, typeName)
+		if !ok {
+			missing = append(missing, fmt.Sprintf("%s declares no struct %s", p.File, typeName))
+			continue
+		}
+		for _, name := range fields {
+			if node, _ := schemaAt(v.Schema.OpenAPIV3Schema, top+"."+name); node == nil {
+				missing = append(missing, top+"."+name)
+			} else {
+				checked = append(checked, top+"."+name)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return pass("the installed CRD %s has every field of %s (%d fields)", p.Name, p.File, len(checked))
+	}
+	return Outcome{Status: report.Fail,
+		Message:  fmt.Sprintf("the installed CRD %s is older than %s: it lacks %s", p.Name, p.File, strings.Join(missing, ", ")),
+		Expected: "every json field of the Go types in the CRD schema",
+		Observed: "missing: " + strings.Join(missing, ", ")}
+}
+
+// structJSONFields lists the json names of a struct's fields (embedded and
+// "-" fields skipped).
+func structJSONFields(f *ast.File, typeName string) ([]string, bool) {
+	var out []string
+	found := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != typeName {
+			return true
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok {
+			return false
+		}
+		found = true
+		for _, field := range st.Fields.List {
+			if len(field.Names) == 0 || field.Tag == nil {
+				continue
+			}
+			tag, err := strconv.Unquote(field.Tag.Value)
+			if err != nil {
+				continue
+			}
+			name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			out = append(out, name)
+		}
+		return false
+	})
+	return out, found
+}

@@ -1,0 +1,98 @@
+package labs_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	labsfs "github.com/labctl/labctl/labs"
+
+	"github.com/labctl/labctl/internal/labs"
+)
+
+func TestEmbeddedLabsLoad(t *testing.T) {
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"lab-3.4", "lab-8.2"}, labs.IDs(all))
+	for _, l := range all {
+		assert.Positive(t, l.MaxPoints(), l.ID)
+		assert.NotEmpty(t, l.Title.RU, l.ID)
+	}
+	l, ok := labs.Find(all, "8.2")
+	require.True(t, ok)
+	assert.Equal(t, "lab-8.2", l.ID)
+	_, ok = l.Task("3.2")
+	assert.True(t, ok)
+}
+
+const minimal = `
+id: lab-1.1
+title: {en: T, ru: Т}
+defaults:
+  timeout: {local: 1s, kind: 2s}
+  for: 1s
+tasks:
+- id: "1.1"
+  points: 1
+  title: {en: a, ru: а}
+  hint: {en: b, ru: б}
+scenarios:
+- name: s
+  steps:
+  - id: c
+    tasks: ["1.1"]
+    title: {en: c, ru: ц}
+    expect:
+      ref: statefulset/x
+      eventually: [{path: spec.replicas, equals: 1}]
+`
+
+func TestParseMinimal(t *testing.T) {
+	l, err := labs.Parse("x.yaml", []byte(minimal))
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, l.Defaults.Timeout.For(labs.ProfileLocal))
+	assert.Equal(t, 2*time.Second, l.Defaults.Timeout.For(labs.ProfileKind))
+	assert.Equal(t, time.Second, l.Defaults.For.For(labs.ProfileKind))
+	st := l.Scenarios[0].Steps[0]
+	assert.Equal(t, labs.Ref{Kind: "statefulset", Name: "x"}, st.Expect.Ref)
+	gvk, err := l.ResolveKind("statefulset")
+	require.NoError(t, err)
+	assert.Equal(t, "apps", gvk.Group)
+}
+
+func TestValidateFindsMistakes(t *testing.T) {
+	cases := map[string]struct{ from, to, want string }{
+		"unknown field":      {"points: 1", "pionts: 1", "unknown field"},
+		"task without check": {`tasks: ["1.1"]`, `tasks: ["2.1"]`, "unknown task 2.1"},
+		"two operations":     {"    expect:", "    delete: {ref: statefulset/x}\n    expect:", "exactly one of"},
+		"unknown kind":       {"ref: statefulset/x", "ref: widget/x", `unknown kind "widget"`},
+		"bad path":           {"path: spec.replicas,", `path: "spec[x]",`, "selector"},
+		"bad task id":        {`- id: "1.1"`, `- id: "one"`, "as numbered in the lab text"},
+		"missing russian":    {"title: {en: a, ru: а}", "title: {en: a}", "title needs en and ru"},
+		"action with tasks":  {"    expect:\n      ref: statefulset/x\n      eventually: [{path: spec.replicas, equals: 1}]", "    delete: {ref: statefulset/x}", "is an action"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := strings.Replace(minimal, c.from, c.to, 1)
+			require.NotEqual(t, minimal, src, "test case does not change the input")
+			_, err := labs.Parse("x.yaml", []byte(src))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+func TestTextFallsBackToEnglish(t *testing.T) {
+	assert.Equal(t, "a", labs.Text{EN: "a"}.In("ru"))
+	assert.Equal(t, "б", labs.Text{EN: "a", RU: "б"}.In("ru"))
+	assert.Equal(t, "a", labs.Text{EN: "a", RU: "б"}.In("en"))
+}
+
+func TestParsePath(t *testing.T) {
+	p, err := labs.ParsePath("status.conditions[type=Ready].reason")
+	require.NoError(t, err)
+	assert.Equal(t, []labs.PathElem{{Field: "status"}, {Field: "conditions"}, {Key: "type", Val: "Ready"}, {Field: "reason"}}, p)
+}

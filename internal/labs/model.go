@@ -1,0 +1,326 @@
+// Package labs is the model of a lab definition (labs/*.yaml): the tasks,
+// numbered as in the lab text, and the scenarios whose steps drive the
+// cluster and assert what each task asks for. The vocabulary is small and
+// declarative, after kyverno/chainsaw: apply, patch, delete, expect (with
+// eventually, consistently, recreated, absent) and check, which calls a
+// check written in Go (internal/checks) with parameters from the YAML.
+package labs
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Lab is one lab of the course.
+type Lab struct {
+	// ID is the lab's name on the command line: lab-3.4.
+	ID     string `json:"id"`
+	Title  Text   `json:"title"`
+	Module int    `json:"module"`
+	// Source names the lab text in the course repository.
+	Source string `json:"source,omitempty"`
+	// Kinds maps the short names used in refs (database) to
+	// group/version/Kind (database.example.com/v1/Database), on top of the
+	// built-in ones (statefulset, service, secret, ...).
+	Kinds    map[string]string `json:"kinds,omitempty"`
+	Defaults Defaults          `json:"defaults,omitempty"`
+	Tasks    []Task            `json:"tasks"`
+	// Scenarios run in parallel, each in the run's namespace with its own
+	// objects; those marked final run after all the others.
+	Scenarios []Scenario `json:"scenarios"`
+}
+
+// Defaults are the timeouts of steps that do not set their own.
+type Defaults struct {
+	// Timeout bounds expect and check steps.
+	Timeout Timeout `json:"timeout,omitempty"`
+	// For is how long "consistently" watches.
+	For Timeout `json:"for,omitempty"`
+}
+
+// Task is one numbered task of the lab text (or "cleanup").
+type Task struct {
+	ID     string `json:"id"`
+	Points int    `json:"points"`
+	Title  Text   `json:"title"`
+	Hint   Text   `json:"hint"`
+	// Hidden tasks are graded but their evidence is withheld from students.
+	Hidden bool `json:"hidden,omitempty"`
+}
+
+// Scenario is a sequence of steps run in order.
+type Scenario struct {
+	Name  string `json:"name"`
+	Title Text   `json:"title,omitempty"`
+	// Final scenarios run after all others have finished (cleanup of the
+	// whole namespace, operator health over the whole run).
+	Final bool `json:"final,omitempty"`
+	// Record watches these objects from the scenario's start and keeps
+	// every state they pass through, for checks about order (a Backup must
+	// not start before its Database is Ready).
+	Record []Ref  `json:"record,omitempty"`
+	Steps  []Step `json:"steps"`
+}
+
+// Step is one operation. Exactly one of Apply, Patch, Delete, Wait, Expect
+// and Check is set. Expect and Check steps are assertions: they have an ID and
+// name the tasks they give evidence for.
+type Step struct {
+	ID    string   `json:"id,omitempty"`
+	Tasks []string `json:"tasks,omitempty"`
+	Title Text     `json:"title,omitempty"`
+	// Severity "warn" turns a failure into a warning: for what the course's
+	// solution files add beyond the lab text.
+	Severity string `json:"severity,omitempty"`
+	// Gate stops the scenario when this assertion does not pass: the steps
+	// after it are reported as errors (not run) instead of cascading.
+	Gate bool `json:"gate,omitempty"`
+	// Mark records the time just before the step runs, for later checks
+	// (e.g. audit records since the mark).
+	Mark    string   `json:"mark,omitempty"`
+	Timeout *Timeout `json:"timeout,omitempty"`
+
+	Apply  *Apply  `json:"apply,omitempty"`
+	Patch  *Patch  `json:"patch,omitempty"`
+	Delete *Delete `json:"delete,omitempty"`
+	// Wait is an expect-eventually (or, with quiet, a wait for the object
+	// to stop changing) that is no assertion: the scenario goes on when it
+	// times out. It lets the operator settle before the next step without
+	// judging it.
+	Wait   *Expect `json:"wait,omitempty"`
+	Expect *Expect `json:"expect,omitempty"`
+	Check  *Check  `json:"check,omitempty"`
+}
+
+// Kind names the step's operation.
+func (s *Step) Kind() string {
+	switch {
+	case s.Apply != nil:
+		return "apply"
+	case s.Patch != nil:
+		return "patch"
+	case s.Delete != nil:
+		return "delete"
+	case s.Wait != nil:
+		return "wait"
+	case s.Expect != nil:
+		return "expect"
+	case s.Check != nil:
+		return "check"
+	}
+	return ""
+}
+
+// IsAssertion reports whether the step produces a check result.
+func (s *Step) IsAssertion() bool { return s.Expect != nil || s.Check != nil }
+
+// Apply creates or updates an object (server-side apply) in the run's
+// namespace.
+type Apply struct {
+	Object map[string]any `json:"object"`
+}
+
+// Patch sends a JSON merge patch, like `kubectl patch --type merge`.
+type Patch struct {
+	Ref   Ref            `json:"ref"`
+	Merge map[string]any `json:"merge"`
+	// Subresource is "" or "status".
+	Subresource string `json:"subresource,omitempty"`
+}
+
+// Delete deletes one object (Ref), or every object of a kind (All), like
+// `kubectl delete KIND --all`. The UID of a deleted object is remembered
+// for a later `expect: recreated`.
+type Delete struct {
+	Ref Ref    `json:"ref,omitempty"`
+	All string `json:"all,omitempty"`
+}
+
+// Expect observes one object through a watch.
+type Expect struct {
+	Ref Ref `json:"ref"`
+	// Eventually: wait until every assertion holds.
+	Eventually []Assertion `json:"eventually,omitempty"`
+	// Consistently: every assertion holds for the whole of For.
+	Consistently []Assertion `json:"consistently,omitempty"`
+	For          *Timeout    `json:"for,omitempty"`
+	// Recreated: the object exists again with a UID other than the one a
+	// previous delete step removed.
+	Recreated bool `json:"recreated,omitempty"`
+	// Absent: the object is gone.
+	Absent bool `json:"absent,omitempty"`
+	// Quiet (wait steps only): wait until the object has not changed for
+	// this long, so that the operator has finished reacting to it.
+	Quiet *Timeout `json:"quiet,omitempty"`
+}
+
+// Mode says which of eventually/consistently/recreated/absent is set.
+func (e *Expect) Mode() string {
+	var modes []string
+	if len(e.Eventually) > 0 {
+		modes = append(modes, "eventually")
+	}
+	if len(e.Consistently) > 0 {
+		modes = append(modes, "consistently")
+	}
+	if e.Recreated {
+		modes = append(modes, "recreated")
+	}
+	if e.Absent {
+		modes = append(modes, "absent")
+	}
+	return strings.Join(modes, "+")
+}
+
+// Assertion is one fact about an object. Path is dotted, with [key=value]
+// to pick a list item: status.conditions[type=Ready].reason. Exactly one of
+// Equals, NotEquals, In, Exists, Matches, Condition is set.
+type Assertion struct {
+	Path      string          `json:"path,omitempty"`
+	Equals    json.RawMessage `json:"equals,omitempty"`
+	NotEquals json.RawMessage `json:"notEquals,omitempty"`
+	In        []any           `json:"in,omitempty"`
+	Exists    *bool           `json:"exists,omitempty"`
+	Matches   string          `json:"matches,omitempty"`
+	// Condition asserts a status condition (type, and status/reason when
+	// given) without spelling out the paths.
+	Condition *Condition `json:"condition,omitempty"`
+}
+
+// Condition is a metav1.Condition pattern.
+type Condition struct {
+	Type   string `json:"type"`
+	Status string `json:"status,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Check calls a check written in Go, registered under Name, with With as
+// its parameters.
+type Check struct {
+	Name string          `json:"name"`
+	With json.RawMessage `json:"with,omitempty"`
+}
+
+// Ref names an object in the run's namespace: "kind/name", with kind one of
+// the lab's kinds or the built-in ones.
+type Ref struct {
+	Kind string
+	Name string
+}
+
+func (r Ref) String() string {
+	if r.Kind == "" {
+		return ""
+	}
+	return r.Kind + "/" + r.Name
+}
+
+// IsZero reports whether the ref is unset.
+func (r Ref) IsZero() bool { return r.Kind == "" && r.Name == "" }
+
+// UnmarshalJSON reads "kind/name".
+func (r *Ref) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a ref is a string kind/name: %w", err)
+	}
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok || kind == "" || name == "" {
+		return fmt.Errorf("ref %q: want kind/name", s)
+	}
+	r.Kind, r.Name = strings.ToLower(kind), name
+	return nil
+}
+
+// MarshalJSON writes "kind/name".
+func (r Ref) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// Text is a string in English and Russian.
+type Text struct {
+	EN string `json:"en,omitempty"`
+	RU string `json:"ru,omitempty"`
+}
+
+// In returns the text in lang ("ru" or anything else for English), falling
+// back to English.
+func (t Text) In(lang string) string {
+	if lang == "ru" && t.RU != "" {
+		return t.RU
+	}
+	return t.EN
+}
+
+// IsZero reports whether both languages are empty.
+func (t Text) IsZero() bool { return t.EN == "" && t.RU == "" }
+
+// Timeout is a duration that differs by cluster profile: "local" (pods
+// simulated, everything fast) or "kind" (real pods, images to pull; also
+// used for existing clusters). A plain duration sets both.
+type Timeout struct {
+	Local time.Duration
+	Kind  time.Duration
+}
+
+// Profiles of Timeout.
+const (
+	ProfileLocal = "local"
+	ProfileKind  = "kind"
+)
+
+// For returns the duration for a profile.
+func (t Timeout) For(profile string) time.Duration {
+	if profile == ProfileLocal {
+		return t.Local
+	}
+	return t.Kind
+}
+
+// IsZero reports whether no duration is set.
+func (t Timeout) IsZero() bool { return t.Local == 0 && t.Kind == 0 }
+
+// UnmarshalJSON reads "5s" or {local: 5s, kind: 2m}.
+func (t *Timeout) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		t.Local, t.Kind = d, d
+		return nil
+	}
+	var m struct {
+		Local string `json:"local"`
+		Kind  string `json:"kind"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("a timeout is a duration or {local: D, kind: D}: %w", err)
+	}
+	var err error
+	if m.Local != "" {
+		if t.Local, err = time.ParseDuration(m.Local); err != nil {
+			return err
+		}
+	}
+	if m.Kind != "" {
+		if t.Kind, err = time.ParseDuration(m.Kind); err != nil {
+			return err
+		}
+	}
+	if m.Local == "" {
+		t.Local = t.Kind
+	}
+	if m.Kind == "" {
+		t.Kind = t.Local
+	}
+	return nil
+}
+
+// MarshalJSON writes {local, kind}.
+func (t Timeout) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"local": t.Local.String(), "kind": t.Kind.String()})
+}
