@@ -7,6 +7,7 @@ import (
 	"github.com/labctl/labctl/internal/cli/controlplane"
 	"github.com/labctl/labctl/internal/cli/doctor"
 	"github.com/labctl/labctl/internal/cli/down"
+	"github.com/labctl/labctl/internal/cli/grade"
 	"github.com/labctl/labctl/internal/cli/reset"
 	"github.com/labctl/labctl/internal/cli/status"
 	"github.com/labctl/labctl/internal/cli/up"
@@ -18,6 +19,7 @@ func init() {
 		func(f *cmdutil.Factory) *cobra.Command { return down.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return status.NewCommand(f, nil) },
 		controlplane.NewCommand,
+		func(f *cmdutil.Factory) *cobra.Command { return grade.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return reset.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return doctor.NewCommand(f, nil) },
 	)

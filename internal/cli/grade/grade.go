@@ -1,0 +1,177 @@
+// Package grade implements `labctl grade`: a class of operator projects
+// graded unattended, each on its own fresh local cluster.
+package grade
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/grade"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/userr"
+	labsfs "github.com/labctl/labctl/labs"
+)
+
+// Options are the arguments and flags of `labctl grade`.
+type Options struct {
+	f *cmdutil.Factory
+
+	Lab          string
+	Submissions  []string
+	Roster       string
+	Jobs         int
+	Timeout      time.Duration
+	Out          string
+	RevealHidden bool
+	Credit       string
+	Lang         string
+	BinDir       string
+}
+
+// NewCommand returns the grade command; runF replaces the work in tests of
+// flag parsing.
+func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{f: f}
+	cmd := &cobra.Command{
+		Use:   "grade LAB [SUBMISSION...]",
+		Short: "Grade a class of operator projects, each on its own cluster",
+		Long: `Grade submissions of a lab unattended. Each submission (a kubebuilder project)
+is built, given its own fresh local cluster, its CRDs and RBAC installed, its
+manager run under its own ServiceAccount with CPU-time, memory and wall-time
+limits, checked with the lab's checks (as labctl verify does), and torn down.
+A project that does not compile is a result (no points, the compiler's first
+errors in the feedback), not a crash.
+
+A SUBMISSION is a project directory; the student id is its name. With
+--roster, a CSV with a header row names the students: a student column and a
+dir column, or a repo column (git URL or path) with an optional ref column
+(branch, tag or commit). Arguments after LAB then pick students of the roster.
+
+Points per task come from the lab; a task earns its points times the share of
+its checks that passed, and nothing when a gate check of it failed
+(--credit tasks: all or nothing per task). Tasks marked hidden count but are withheld from the students' feedback unless
+--reveal-hidden.
+
+Written to --out: gradebook.csv (student, total, max, one column per task),
+feedback/<student>.md, results.json, junit.xml and logs/<student>/. Grading
+a student again replaces only that student's row.`,
+		Example: `  labctl grade lab-8.2 submissions/*
+  labctl grade lab-8.2 --roster roster.csv --jobs 2 --out grades/lab-8.2
+  labctl grade lab-8.2 --roster roster.csv alice      # re-grade one student
+
+  # roster.csv
+  student,repo,ref
+  alice,https://git.example.edu/alice/postgres-operator.git,lab-8.2
+  bob,../bob-operator,`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Lab, o.Submissions = args[0], args[1:]
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Roster, "roster", "", "CSV of students: student,dir or student,repo,ref")
+	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, fmt.Sprintf("submissions graded at once (default: one per core and 512 MiB free, here %d)", grade.DefaultJobs()))
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", grade.DefaultTimeout, "wall-time limit per submission, build to teardown")
+	cmd.Flags().StringVar(&o.Out, "out", "", "output directory (default grades/LAB)")
+	cmd.Flags().BoolVar(&o.RevealHidden, "reveal-hidden", false, "show hidden tasks' checks in the students' feedback")
+	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditChecks), "scoring: checks (a task's points times the share of its checks that passed) or tasks (all or nothing per task)")
+	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles, hints and feedback: en or ru (default from LANG)")
+	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "prebuilt etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
+	cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		}
+		all, err := labs.Load(labsfs.FS)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
+	}
+	return cmd
+}
+
+// Run does the work of `labctl grade`.
+func Run(ctx context.Context, o *Options) error {
+	all, err := labs.Load(labsfs.FS)
+	if err != nil {
+		return err
+	}
+	lab, ok := labs.Find(all, o.Lab)
+	if !ok {
+		return userr.Usage(fmt.Sprintf("no lab %q", o.Lab), "labs: "+strings.Join(labs.IDs(all), ", "))
+	}
+	if o.Jobs < 0 {
+		return userr.Usage("--jobs must be 1 or more", "omit it to let labctl choose")
+	}
+	if o.Timeout <= 0 {
+		return userr.Usage("--timeout must be positive", "for example --timeout 10m")
+	}
+	lang, err := language(o.Lang)
+	if err != nil {
+		return err
+	}
+	var roster []grade.Submission
+	if o.Roster != "" {
+		f, err := os.Open(o.Roster)
+		if err != nil {
+			return userr.Usage(fmt.Sprintf("cannot read the roster: %v", err), "pass --roster with a CSV file")
+		}
+		abs, _ := filepath.Abs(o.Roster)
+		roster, err = grade.ParseRoster(f, filepath.Dir(abs))
+		f.Close()
+		if err != nil {
+			return userr.Usage(err.Error(), "the header names the columns: student,dir or student,repo,ref")
+		}
+	}
+	subs, err := grade.Select(o.Submissions, roster)
+	if err != nil {
+		return err
+	}
+	out := o.Out
+	if out == "" {
+		out = filepath.Join("grades", lab.ID)
+	}
+	_, err = grade.Run(ctx, grade.Options{
+		Lab:          lab,
+		Submissions:  subs,
+		Jobs:         o.Jobs,
+		Timeout:      o.Timeout,
+		OutDir:       out,
+		RevealHidden: o.RevealHidden,
+		Credit:       grade.Credit(o.Credit),
+		Lang:         lang,
+		Streams:      o.f.IOStreams,
+		BinDir:       o.BinDir,
+	})
+	return err
+}
+
+// language picks en or ru: the flag, else LC_ALL / LC_MESSAGES / LANG.
+func language(flag string) (string, error) {
+	switch strings.ToLower(flag) {
+	case "en", "ru":
+		return strings.ToLower(flag), nil
+	case "":
+	default:
+		return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang en or --lang ru")
+	}
+	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		if val := os.Getenv(v); val != "" {
+			if strings.HasPrefix(strings.ToLower(val), "ru") {
+				return "ru", nil
+			}
+			return "en", nil
+		}
+	}
+	return "en", nil
+}

@@ -1,0 +1,547 @@
+// Package grade grades a class: each submission (a kubebuilder project,
+// from a directory or a git repository) is built, given its own fresh
+// local cluster, deployed with its own CRDs and RBAC, its manager run
+// under its own identity with CPU-time, memory and wall-time limits,
+// verified with the lab's checks (internal/checks), and torn down. Scores
+// come from the lab's points per task with partial credit; the gradebook
+// (CSV, JSON, JUnit) and each student's Markdown feedback are written as
+// each submission finishes, so an interrupted run keeps what it graded.
+package grade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labctl/labctl/internal/checks"
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/local"
+	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/report"
+	"github.com/labctl/labctl/internal/supervise"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout = 10 * time.Minute
+	// DefaultCPU is the CPU time a submission's manager may use: a correct
+	// one needs a few seconds for a whole lab; a spinning one is stopped
+	// before it starves the other submissions for long.
+	DefaultCPU = 90 * time.Second
+	// DefaultMemory bounds a manager's memory (a correct one uses ~50 MiB).
+	DefaultMemory = 1 << 30
+	// perJobMemory and one core are what a cluster and a manager need at
+	// start-up, for the default of --jobs.
+	perJobMemory = 512 << 20
+)
+
+// VerifyFunc runs a lab's checks; checks.Run in production.
+type VerifyFunc func(ctx context.Context, o checks.Options) (*report.Report, error)
+
+// Options are the inputs of Run.
+type Options struct {
+	Lab         *labs.Lab
+	Submissions []Submission
+	// Jobs is how many submissions are graded at once (0: DefaultJobs).
+	Jobs int
+	// Timeout bounds each submission, clone to teardown (0: DefaultTimeout).
+	Timeout time.Duration
+	// OutDir receives gradebook.csv, results.json, junit.xml, feedback/ and
+	// logs/. Results already there for other students are kept.
+	OutDir string
+	// RevealHidden shows hidden tasks' checks in the feedback files.
+	RevealHidden bool
+	// Credit is the scoring policy (default CreditChecks).
+	Credit Credit
+	// Lang of titles, hints and feedback ("en" or "ru").
+	Lang string
+	// Limits for each manager (zero value: DefaultCPU and DefaultMemory;
+	// set NoLimits to run without).
+	Limits   supervise.Limits
+	NoLimits bool
+	// ManagerReadyTimeout bounds the wait for a manager's readiness
+	// (default 60s); one that never gets ready is still verified.
+	ManagerReadyTimeout time.Duration
+
+	// Streams receive the progress display (stderr) and the summary
+	// table (stdout).
+	Streams *iostreams.IOStreams
+	// Binaries and BinDir locate the control-plane binaries, as for
+	// `labctl up` (nil and "": controlplane.Ensure's default).
+	Binaries func(ctx context.Context, s *iostreams.IOStreams) (*controlplane.Binaries, error)
+	BinDir   string
+	// WorkDir holds clones and cluster state while grading (default a new
+	// temporary directory, removed at the end).
+	WorkDir string
+	// Verify replaces checks.Run (tests).
+	Verify VerifyFunc
+	// Git is the git command (default "git").
+	Git string
+	// Go is the go command used to build managers (default "go").
+	Go string
+}
+
+// DefaultJobs is what the machine can grade at once: a core and 512 MiB of
+// available memory per submission, at least one.
+func DefaultJobs() int {
+	jobs := runtime.NumCPU()
+	if avail := memAvailable(); avail > 0 {
+		jobs = min(jobs, int(avail/perJobMemory))
+	}
+	return max(jobs, 1)
+}
+
+// memAvailable reads MemAvailable from /proc/meminfo (0 if unknown).
+func memAvailable() uint64 {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(l, "MemAvailable:"); ok {
+			var kb uint64
+			_, _ = fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// Run grades the submissions and returns the gradebook (everything in
+// OutDir, other students included). Submissions that could not be graded
+// (OutcomeError) make the returned error non-nil after everything was
+// written; so does an interrupted run, which keeps the results it has.
+func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
+	if o.Lab == nil || len(o.Submissions) == 0 {
+		return nil, errors.New("grade.Run needs a lab and submissions")
+	}
+	if err := checks.Validate(o.Lab); err != nil {
+		return nil, err
+	}
+	for _, s := range o.Submissions {
+		if err := ValidStudent(s.Student); err != nil {
+			return nil, userr.Usage(err.Error(), "fix the roster")
+		}
+	}
+	if o.Lang == "" {
+		o.Lang = "en"
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = DefaultJobs()
+	}
+	o.Jobs = min(o.Jobs, len(o.Submissions))
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	switch o.Credit {
+	case "":
+		o.Credit = CreditChecks
+	case CreditChecks, CreditTasks:
+	default:
+		return nil, userr.Usage(fmt.Sprintf("unknown credit policy %q", o.Credit), "use checks or tasks")
+	}
+	if o.Limits.IsZero() && !o.NoLimits {
+		o.Limits = supervise.Limits{CPU: DefaultCPU, Memory: DefaultMemory}
+	}
+	o.Limits.StopGrace = stopGrace
+	if o.ManagerReadyTimeout <= 0 {
+		o.ManagerReadyTimeout = time.Minute
+	}
+	if o.Verify == nil {
+		o.Verify = checks.Run
+	}
+	if o.Streams == nil {
+		o.Streams, _, _ = iostreams.Test(false)
+	}
+	if o.OutDir == "" {
+		o.OutDir = "grades-" + o.Lab.ID
+	}
+	out, err := openOutputs(o.OutDir, o.Lab, o.Lang, o.Credit, o.RevealHidden)
+	if err != nil {
+		return nil, err
+	}
+	work := o.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "labctl-grade-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	}
+
+	s := o.Streams
+	limits := "no limits"
+	if !o.Limits.IsZero() {
+		limits = describeLimits(o.Limits)
+	}
+	fmt.Fprintf(s.ErrOut, "Grading %d submission(s) of %s, %d at a time; each manager: %s, wall time %s.\n",
+		len(o.Submissions), o.Lab.ID, o.Jobs, limits, o.Timeout)
+
+	g := &grader{o: o, out: out, work: work, checks: countChecks(o.Lab)}
+	g.progress = newProgress(s, o.Submissions)
+	defer g.progress.stop()
+
+	results := make([]*report.GradedSubmission, len(o.Submissions))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, o.Jobs)
+	var writeErr error
+	var mu sync.Mutex
+	for i, sub := range o.Submissions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				g.progress.finish(sub.Student, "not graded (interrupted)", false)
+				return
+			}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				g.progress.finish(sub.Student, "not graded (interrupted)", false)
+				return
+			}
+			res := g.one(ctx, sub)
+			if res == nil { // interrupted: nothing recorded
+				g.progress.finish(sub.Student, "interrupted", false)
+				return
+			}
+			results[i] = res
+			if err := out.record(res); err != nil {
+				mu.Lock()
+				writeErr = errors.Join(writeErr, err)
+				mu.Unlock()
+			}
+			g.progress.finish(sub.Student, summaryLine(res), res.Outcome != report.OutcomeError)
+		}()
+	}
+	wg.Wait()
+	g.progress.stop()
+	if writeErr != nil {
+		return out.gb, userr.Wrap(writeErr, userr.ExitFailure, "cannot write the results: "+writeErr.Error(), "check "+o.OutDir)
+	}
+	printSummary(s, o.Lab, results, o.OutDir)
+	if ctx.Err() != nil {
+		return out.gb, ctx.Err()
+	}
+	var failed []string
+	for _, r := range results {
+		if r != nil && r.Outcome == report.OutcomeError {
+			failed = append(failed, r.Student+" ("+r.Message+")")
+		}
+	}
+	if len(failed) > 0 {
+		return out.gb, userr.New(fmt.Sprintf("%d submission(s) could not be graded: %s", len(failed), strings.Join(failed, "; ")),
+			"fix what the message says and grade those students again (their rows are replaced)")
+	}
+	return out.gb, nil
+}
+
+func describeLimits(l supervise.Limits) string {
+	var parts []string
+	if l.CPU > 0 {
+		parts = append(parts, fmt.Sprintf("CPU time %s", l.CPU))
+	}
+	if l.Memory > 0 {
+		parts = append(parts, fmt.Sprintf("memory %dMiB (%s)", l.Memory>>20, supervise.MemoryMechanism()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countChecks(lab *labs.Lab) int {
+	n := 0
+	for _, sc := range lab.Scenarios {
+		for _, st := range sc.Steps {
+			if st.IsAssertion() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func summaryLine(r *report.GradedSubmission) string {
+	line := fmt.Sprintf("%s/%s", report.FormatPoints(r.Score), report.FormatPoints(r.MaxPoints))
+	if r.Outcome != report.OutcomeGraded {
+		line += " " + string(r.Outcome)
+	}
+	return line
+}
+
+// grader is one Run's shared state.
+type grader struct {
+	o        Options
+	out      *outputs
+	work     string
+	checks   int
+	progress *progress
+}
+
+// one grades one submission. It returns nil when the run was interrupted
+// (nothing to record); every other ending is a result.
+func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmission {
+	started := time.Now()
+	res := &report.GradedSubmission{
+		Student:   sub.Student,
+		Source:    sub.Source(),
+		Graded:    started.UTC(),
+		Outcome:   report.OutcomeGraded,
+		MaxPoints: float64(g.o.Lab.MaxPoints()),
+	}
+	// Runs last, after teardown: the wall time of the whole submission.
+	defer func() { res.Duration = report.Duration(time.Since(started)) }()
+	ctx, cancel := context.WithTimeout(parent, g.o.Timeout)
+	defer cancel()
+	phase := func(name string, since time.Time) {
+		res.Phases = append(res.Phases, report.Phase{Name: name, Duration: report.Duration(time.Since(since))})
+	}
+	finish := func() *report.GradedSubmission {
+		if res.Tasks == nil {
+			res.Tasks = zeroScores(g.o.Lab, report.Error)
+		}
+		return res
+	}
+	stopped := func(stage string) *report.GradedSubmission {
+		if parent.Err() != nil {
+			return nil
+		}
+		res.Outcome = report.OutcomeTimeout
+		res.Message = fmt.Sprintf("the time limit of %s ended grading while %s", g.o.Timeout, stage)
+		return finish()
+	}
+	failWith := func(outcome report.GradeOutcome, err error) *report.GradedSubmission {
+		res.Outcome = outcome
+		res.Message = userr.Message(err)
+		return finish()
+	}
+
+	dir := filepath.Join(g.work, sub.Student)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return failWith(report.OutcomeError, err)
+	}
+	defer os.RemoveAll(dir)
+	g.out.clearLogs(sub.Student)
+	log := newStepLog(func(step string) { g.progress.detail(sub.Student, step) })
+	defer func() { g.out.saveLog(sub.Student, "grade.log", log.Bytes()) }()
+
+	project := sub.Dir
+	if sub.Repo != "" {
+		g.progress.set(sub.Student, "cloning", "")
+		t := time.Now()
+		commit, err := clone(ctx, g.o.Git, sub, filepath.Join(dir, "src"))
+		phase("clone", t)
+		if err != nil {
+			if ctx.Err() != nil {
+				return stopped("cloning")
+			}
+			return failWith(report.OutcomeError, fmt.Errorf("cannot clone %s: %w", sub.Source(), err))
+		}
+		res.Commit = commit
+		project = filepath.Join(dir, "src")
+	}
+	p, err := deploy.LoadProject(project)
+	if err != nil {
+		return failWith(report.OutcomeError, err)
+	}
+
+	// A fresh cluster of its own: different CRDs and operators never meet.
+	g.progress.set(sub.Student, "cluster", "")
+	t := time.Now()
+	prov := &local.Provider{StateRoot: filepath.Join(dir, "clusters"), TiedToParent: true, Binaries: g.o.Binaries}
+	streams := log.streams()
+	c, err := prov.Up(ctx, cluster.UpOptions{Name: clusterName, Streams: streams, SkipKubeconfigMerge: true, BinDir: g.o.BinDir})
+	phase("cluster", t)
+	defer func() {
+		g.progress.set(sub.Student, "tearing down", "")
+		t := time.Now()
+		if notes := g.teardown(ctx, prov, c, dir); len(notes) > 0 {
+			res.Notes = append(res.Notes, notes...)
+		}
+		phase("teardown", t)
+	}()
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopped("starting its cluster")
+		}
+		return failWith(report.OutcomeError, fmt.Errorf("its cluster did not start: %w", err))
+	}
+
+	// Build, install CRDs and RBAC, run the manager under its identity.
+	g.progress.set(sub.Student, "deploying", "")
+	t = time.Now()
+	op, err := deploy.RunLocal(ctx, c, p, deploy.LocalOptions{
+		Streams:      streams,
+		Go:           g.o.Go,
+		TiedToParent: true,
+		ReadyTimeout: g.o.ManagerReadyTimeout,
+		Limits:       g.o.Limits,
+	})
+	phase("deploy", t)
+	var buildErr *deploy.BuildError
+	switch {
+	case errors.As(err, &buildErr):
+		res.Outcome = report.OutcomeBuildFailed
+		res.BuildErrors = buildErrorLines(buildErr.Output, 12)
+		res.Message = "the project does not build: " + deploy.FirstErrors(buildErr.Output, 1)
+		res.Tasks = zeroScores(g.o.Lab, report.Fail)
+		return finish()
+	case err != nil && ctx.Err() != nil:
+		return stopped("building and starting its manager")
+	case userr.Code(err) == userr.ExitEnvironment: // no Go toolchain, ...
+		return failWith(report.OutcomeError, err)
+	case err != nil:
+		// The manager did not become ready (it exits at start, or hangs).
+		// Its supervisor keeps restarting it: verify anyway, so what does
+		// not need a running manager (schema, source) still counts.
+		running, cerr := deploy.CurrentLocal(c)
+		if cerr != nil {
+			// No manager was started: config/default did not render or
+			// install (the project's fault, like a build error).
+			res.Tasks = zeroScores(g.o.Lab, report.Fail)
+			return failWith(report.OutcomeDeployFailed, err)
+		}
+		op = running
+		res.Message = "the manager did not become ready"
+		if cause := errors.Unwrap(err); cause != nil {
+			res.Message += " (" + cause.Error() + ")"
+		}
+		if b, lerr := op.Logs(ctx); lerr == nil {
+			if line := firstError(string(b)); line != "" {
+				res.Message += ": " + line
+			}
+		}
+	}
+
+	g.progress.set(sub.Student, "verifying", fmt.Sprintf("0/%d checks", g.checks))
+	t = time.Now()
+	var mu sync.Mutex
+	done := 0
+	rep, err := g.o.Verify(ctx, checks.Options{
+		Lab:        g.o.Lab,
+		Cluster:    c,
+		Operator:   op,
+		ProjectDir: p.Dir,
+		Lang:       g.o.Lang,
+		OnCheck: func(*report.Check) {
+			mu.Lock()
+			done++
+			n := done
+			mu.Unlock()
+			g.progress.detail(sub.Student, fmt.Sprintf("%d/%d checks", n, g.checks))
+		},
+	})
+	phase("verify", t)
+	if op != nil && op.Logs != nil {
+		if b, lerr := op.Logs(context.WithoutCancel(ctx)); lerr == nil {
+			g.out.saveLog(sub.Student, "manager.log", b)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopped("verifying")
+		}
+		return failWith(report.OutcomeError, fmt.Errorf("verification could not run: %w", err))
+	}
+	if parent.Err() != nil {
+		return nil
+	}
+	res.Report = rep
+	res.Tasks, res.Score = Score(g.o.Lab, rep, g.o.Credit)
+	if ctx.Err() != nil {
+		res.Outcome = report.OutcomeTimeout
+		res.Message = fmt.Sprintf("the time limit of %s ended grading while verifying", g.o.Timeout)
+	}
+	if op != nil && op.Restarts != nil {
+		if n, _ := op.Restarts(context.WithoutCancel(ctx)); n > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("the manager restarted %d time(s) during grading", n))
+		}
+	}
+	return finish()
+}
+
+// clusterName names every submission's cluster (each under its own state
+// root).
+const clusterName = "grade"
+
+// teardown stops the manager and the cluster and makes sure no process
+// of the submission is left. Supervisors are stopped first (each stops its
+// manager within StopGrace, then kills what the manager forked), so a
+// manager killed directly is not restarted; then the cluster; then
+// anything still found under the submission's directory is killed (and
+// noted).
+func (g *grader) teardown(ctx context.Context, prov *local.Provider, c *cluster.Cluster, dir string) []string {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var notes []string
+	if c != nil && c.Env.StateDir != "" {
+		procs, _ := proc.Find(filepath.Join(c.Env.StateDir, "operators"))
+		for _, p := range procs {
+			if slices.ContainsFunc(p.Args, func(a string) bool { return strings.HasPrefix(a, "--restarts=") }) {
+				_ = proc.Stop(tctx, p.PID, stopGrace+5*time.Second)
+			}
+		}
+	}
+	if err := prov.Down(tctx, clusterName); err != nil && !errors.Is(err, cluster.ErrNotFound) {
+		notes = append(notes, "teardown: "+userr.Message(err))
+	}
+	left, _ := proc.Find(dir)
+	for _, p := range left {
+		_ = proc.Stop(tctx, p.PID, time.Second)
+	}
+	if len(left) > 0 {
+		notes = append(notes, fmt.Sprintf("teardown: killed %d process(es) left after the cluster stopped", len(left)))
+	}
+	return notes
+}
+
+// stopGrace is how long a manager gets to exit on SIGTERM at teardown.
+const stopGrace = 2 * time.Second
+
+// firstError finds the first line of a manager's log that reports an
+// error (controller-runtime's ERROR level, a panic, a fatal runtime error),
+// without the timestamp.
+func firstError(log string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "==== labctl") {
+			continue
+		}
+		for _, mark := range []string{"\tERROR\t", "panic:", "fatal error:", "Error:"} {
+			if i := strings.Index(l, mark); i >= 0 {
+				line := strings.TrimSpace(strings.ReplaceAll(l[i:], "\t", " "))
+				if len(line) > 300 {
+					line = line[:300] + "…"
+				}
+				return report.CleanLine(line)
+			}
+		}
+	}
+	return ""
+}
+
+// buildErrorLines returns the first n meaningful lines of go build output.
+func buildErrorLines(out string, n int) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimRight(l, " \t\r")
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		lines = append(lines, report.Clean(l))
+		if len(lines) == n {
+			break
+		}
+	}
+	return lines
+}
