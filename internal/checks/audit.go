@@ -185,7 +185,7 @@ func (c *Context) syncAudit(ctx context.Context) ([]AuditEvent, error) {
 	bound := max(c.Timeout, 10*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		evs, err := ReadAudit(ctx, env, c.run.auditOffset)
@@ -404,7 +404,10 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 	imageIs := func(image string) kube.Condition {
 		return func(u *unstructured.Unstructured) (bool, error) { return containerImage(u, p.Container) == image, nil }
 	}
-	per := c.Timeout / time.Duration(len(p.Images)+1)
+	// The operator changes only the StatefulSet's spec (no pods needed), in
+	// milliseconds: a few seconds per image is plenty on any cluster, and
+	// keeps the writer from hammering one that never converges.
+	per := min(c.Timeout/time.Duration(len(p.Images)+1), 3*time.Second)
 	var converged int
 	for _, image := range p.Images {
 		patch := fmt.Sprintf(`{"spec":{"image":%q}}`, image)

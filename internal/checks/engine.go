@@ -66,7 +66,8 @@ type Options struct {
 	Profile string
 	// Namespace overrides the generated namespace name (tests).
 	Namespace string
-	// OnCheck is called as each check finishes (progress display).
+	// OnCheck is called as each check finishes (progress display); calls
+	// never overlap.
 	OnCheck func(*report.Check)
 	// CleanupTimeout bounds the cleanup (default 30s).
 	CleanupTimeout time.Duration
@@ -131,8 +132,8 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	var mu sync.Mutex
 	collect := func(c *report.Check) {
 		mu.Lock()
+		defer mu.Unlock()
 		results[c.ID] = c
-		mu.Unlock()
 		if o.OnCheck != nil {
 			o.OnCheck(c)
 		}
@@ -243,22 +244,38 @@ func newRun(ctx context.Context, o Options) (*run, error) {
 
 // selectScenarios returns the scenarios that give evidence for the
 // selected tasks (all of them without a filter).
-func (r *run) selectScenarios() []*labs.Scenario {
+func (r *run) selectScenarios() []*labs.Scenario { return selectScenarios(r.lab, r.o.Tasks) }
+
+func selectScenarios(lab *labs.Lab, tasks []string) []*labs.Scenario {
 	var out []*labs.Scenario
-	for i := range r.lab.Scenarios {
-		sc := &r.lab.Scenarios[i]
-		if len(r.o.Tasks) == 0 {
+	for i := range lab.Scenarios {
+		sc := &lab.Scenarios[i]
+		if len(tasks) == 0 {
 			out = append(out, sc)
 			continue
 		}
 		for _, st := range sc.Steps {
-			if st.IsAssertion() && slices.ContainsFunc(st.Tasks, func(t string) bool { return slices.Contains(r.o.Tasks, t) }) {
+			if st.IsAssertion() && slices.ContainsFunc(st.Tasks, func(t string) bool { return slices.Contains(tasks, t) }) {
 				out = append(out, sc)
 				break
 			}
 		}
 	}
 	return out
+}
+
+// CountChecks is how many checks a run of these tasks (all: none given)
+// reports through Options.OnCheck.
+func CountChecks(lab *labs.Lab, tasks []string) int {
+	n := 0
+	for _, sc := range selectScenarios(lab, tasks) {
+		for _, st := range sc.Steps {
+			if st.IsAssertion() {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // scenarioNeedsNamespace: scenarios made only of checks that read (source,

@@ -324,3 +324,21 @@ func (t *Timeout) UnmarshalJSON(b []byte) error {
 func (t Timeout) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]string{"local": t.Local.String(), "kind": t.Kind.String()})
 }
+
+// LangFromEnv picks the language from the locale (LC_ALL, LC_MESSAGES,
+// LANG, in that order, as gettext does): "ru" for a Russian locale, else
+// "en".
+func LangFromEnv(getenv func(string) string) string {
+	for _, k := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		if v := getenv(k); v != "" {
+			if strings.HasPrefix(strings.ToLower(v), "ru") {
+				return "ru"
+			}
+			return "en"
+		}
+	}
+	return "en"
+}
+
+// Langs are the languages labs are written in.
+var Langs = []string{"en", "ru"}

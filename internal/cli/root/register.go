@@ -8,9 +8,12 @@ import (
 	"github.com/labctl/labctl/internal/cli/doctor"
 	"github.com/labctl/labctl/internal/cli/down"
 	"github.com/labctl/labctl/internal/cli/grade"
+	labscmd "github.com/labctl/labctl/internal/cli/labs"
 	"github.com/labctl/labctl/internal/cli/reset"
+	"github.com/labctl/labctl/internal/cli/solution"
 	"github.com/labctl/labctl/internal/cli/status"
 	"github.com/labctl/labctl/internal/cli/up"
+	"github.com/labctl/labctl/internal/cli/verify"
 )
 
 func init() {
@@ -22,5 +25,8 @@ func init() {
 		func(f *cmdutil.Factory) *cobra.Command { return grade.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return reset.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return doctor.NewCommand(f, nil) },
+		func(f *cmdutil.Factory) *cobra.Command { return verify.NewCommand(f, nil) },
+		func(f *cmdutil.Factory) *cobra.Command { return labscmd.NewCommand(f, nil) },
+		func(f *cmdutil.Factory) *cobra.Command { return solution.NewCommand(f, nil) },
 	)
 }

@@ -1,0 +1,193 @@
+// Package honesty_test proves the checks honest: on one shared local
+// cluster, verify passes every task of both labs against the reference
+// operator, and against each mutant (the reference with one real student
+// mistake put back, testdata/mutants/*.patch) exactly the intended tasks
+// fail.
+package honesty_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/labctl/labctl/internal/checks"
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	verifycmd "github.com/labctl/labctl/internal/cli/verify"
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/local"
+	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+	"github.com/labctl/labctl/internal/supervise"
+	"github.com/labctl/labctl/internal/testcluster"
+	"github.com/labctl/labctl/internal/userr"
+	labsfs "github.com/labctl/labctl/labs"
+)
+
+var env *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	supervise.MaybeRun() // RunLocal re-executes this binary as the manager's supervisor
+	ctrllog.SetLogger(logr.Discard())
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	if err := lockWorkDir(); err != nil {
+		fmt.Fprintln(os.Stderr, "honesty:", err)
+		os.Exit(1)
+	}
+	testcluster.Main(m, &env)
+}
+
+func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string) *report.Report {
+	t.Helper()
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	lab, ok := labs.Find(all, labID)
+	require.True(t, ok)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir,
+		OnCheck: func(c *report.Check) { t.Logf("%6.2fs %s %s", time.Since(start).Seconds(), c.Status, c.ID) }})
+	t.Logf("%6.2fs done", time.Since(start).Seconds())
+	require.NoError(t, err)
+	return rep
+}
+
+func render(rep *report.Report) string {
+	var b bytes.Buffer
+	s, _, _ := iostreams.Test(false)
+	_ = report.WriteText(&b, s.Styles(), rep, true)
+	return b.String()
+}
+
+// mutants: each patch in testdata/mutants and exactly the tasks of its lab
+// that must fail against it. Everything else must pass.
+var mutants = []struct {
+	name  string
+	lab   string
+	fails []string
+}{
+	{"no-owns-statefulset", "lab-3.4", []string{"4.1", "4.2", "6.3"}},
+	{"update-instead-of-patch", "lab-3.4", []string{"2.1", "2.2", "6.1"}},
+	{"no-conflict-retry", "lab-3.4", []string{"3.1", "3.2"}},
+	{"missing-field-index", "lab-3.4", []string{"5.1"}},
+	{"no-owner-reference", "lab-3.4", []string{"4.1", "4.2", "6.3", "cleanup"}},
+	{"list-helpers-missing", "lab-3.4", []string{"1.1", "1.2"}},
+	{"merge-patch-after-change", "lab-3.4", []string{"2.1", "2.2", "4.1", "4.2", "6.1", "6.2"}},
+	{"project-without-backup", "lab-8.2", []string{"1.1"}},
+	{"retention-unvalidated", "lab-8.2", []string{"1.2"}},
+	{"stale-backup-crd", "lab-8.2", []string{"1.2", "1.3", "4.2"}},
+	{"panic-on-missing-database", "lab-8.2", []string{"1.4", "1.5", "4.1", "4.2"}},
+	{"database-crd-without-backupref", "lab-8.2", []string{"2.1", "2.2", "3.2"}},
+	{"missing-backups-rbac", "lab-8.2", []string{"1.4", "1.5", "2.2", "3.1", "3.2", "4.1", "4.2", "4.3"}},
+	{"never-sets-backupready", "lab-8.2", []string{"3.1"}},
+	{"phase-based-backup-check", "lab-8.2", []string{"3.2"}},
+	{"backup-not-waiting-for-ready", "lab-8.2", []string{"1.4", "4.2"}},
+	{"silent-backup-controller", "lab-8.2", []string{"4.3"}},
+	{"backup-volume-not-owned", "lab-8.2", []string{"cleanup"}},
+}
+
+// TestHonesty runs the reference, then every mutant, on the shared cluster
+// (one manager at a time: each deploy replaces the previous one).
+func TestHonesty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a cluster")
+	}
+	t.Run("reference", func(t *testing.T) {
+		dir := copyOperator(t, "")
+		op := deployOperator(t, dir)
+		waitGarbageCollector(t)
+		for _, lab := range []string{"lab-3.4", "lab-8.2"} {
+			rep := verify(t, lab, op, dir)
+			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
+		}
+		t.Run("command", testVerifyCommand)
+	})
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			dir := copyOperator(t, filepath.Join("testdata", "mutants", m.name+".patch"))
+			op := deployOperator(t, dir)
+			rep := verify(t, m.lab, op, dir)
+			want := slices.Sorted(slices.Values(m.fails))
+			got := slices.Sorted(slices.Values(rep.FailedTasks()))
+			assert.Equal(t, want, got, "mutant %s must fail exactly these tasks of %s:\n%s", m.name, m.lab, render(rep))
+		})
+	}
+}
+
+// TestMutantTable checks the table against testdata and the labs: every
+// patch is in the table, and every task of both labs is failed by at least
+// one mutant.
+func TestMutantTable(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "mutants", "*.patch"))
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".patch"))
+	}
+	var table []string
+	covered := map[string]bool{}
+	for _, m := range mutants {
+		table = append(table, m.name)
+		for _, task := range m.fails {
+			covered[m.lab+" "+task] = true
+		}
+	}
+	assert.ElementsMatch(t, names, table, "testdata/mutants and the table differ")
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	for _, l := range all {
+		for _, task := range l.Tasks {
+			assert.True(t, covered[l.ID+" "+task.ID], "no mutant fails task %s of %s", task.ID, l.ID)
+		}
+	}
+}
+
+// testVerifyCommand runs `labctl verify` itself against the running
+// reference: it finds the cluster and the operator, filters tasks, writes
+// JSON, and exits 3 when a task fails.
+func testVerifyCommand(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		s, out, _ := iostreams.Test(false)
+		f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+		cmd := verifycmd.NewCommand(f, nil)
+		cmd.SetArgs(append([]string{"--name", env.Name, "--provider", local.ProviderName}, args...))
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	out, err := run("8.2", "--task", "3.1,4.3", "-o", "json", "--lang", "ru")
+	require.NoError(t, err, out)
+	var rep report.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Tasks, 2)
+	assert.Equal(t, "3.1", rep.Tasks[0].ID)
+	assert.Equal(t, "Контроллер Backup ставит условие BackupReady", rep.Tasks[0].Title)
+	assert.Equal(t, report.Pass, rep.Status)
+	assert.Contains(t, rep.Namespace, "labctl-lab-8-2-")
+
+	course, err := filepath.Abs(filepath.Join("..", "testdata", "course"))
+	require.NoError(t, err)
+	out, err = run("lab-3.4", "--task", "5.1", "--project", course)
+	require.Error(t, err)
+	assert.Equal(t, userr.ExitChecks, userr.Code(err))
+	assert.Contains(t, out, "✗ 5.1")
+	assert.Contains(t, out, "findDatabasesByOwner")
+}

@@ -1,0 +1,153 @@
+package honesty_test
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/kube"
+)
+
+// referenceDir is the reference operator in this repository.
+func referenceDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "operator"))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "PROJECT"))
+	require.NoError(t, err, "the reference operator is expected in %s", dir)
+	return dir
+}
+
+// workDir is where the operator under test is copied: always the same
+// path, because the Go build cache keys compiled packages by their
+// directory too. At one path, a mutant whose files are unchanged since the
+// last run costs a link, not a compile.
+func workDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ".labctl-tmp", "honesty", "postgres-operator"))
+	require.NoError(t, err)
+	return dir
+}
+
+// lockWorkDir serialises test runs that share workDir (another engineer's
+// `make test` in the same checkout); the lock goes with the process.
+func lockWorkDir() error {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ".labctl-tmp", "honesty"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+}
+
+// copyOperator copies the reference operator into workDir (replacing what
+// was there) and applies a mutant patch to it ("" for none).
+func copyOperator(t testing.TB, patch string) string {
+	t.Helper()
+	src := referenceDir(t)
+	dst := workDir(t)
+	require.NoError(t, os.RemoveAll(dst))
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			if rel == "bin" || strings.HasPrefix(d.Name(), ".") && rel != "." {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if strings.HasSuffix(rel, ".out") {
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), raw, info.Mode().Perm())
+	})
+	require.NoError(t, err)
+	if patch != "" {
+		abs, err := filepath.Abs(patch)
+		require.NoError(t, err)
+		cmd := exec.Command("git", "apply", "--verbose", "-p1", abs)
+		cmd.Dir = dst
+		// dst lies inside this repository's work tree: keep git from finding
+		// the repository, or it would patch paths relative to its root.
+		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(dst))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Run(), "git apply %s (regenerate it against operator/?):\n%s", patch, out.String())
+		require.NotContains(t, out.String(), "Skipped patch", "git apply %s:\n%s", patch, out.String())
+		require.Contains(t, out.String(), "Applied patch", "git apply %s:\n%s", patch, out.String())
+	}
+	return dst
+}
+
+// deployOperator runs the project as the local cluster's operator,
+// replacing the one running before.
+func deployOperator(t testing.TB, dir string) *deploy.Operator {
+	t.Helper()
+	p, err := deploy.LoadProject(dir)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	op, err := deploy.RunLocal(ctx, env.Cluster, p, deploy.LocalOptions{TiedToParent: true})
+	require.NoError(t, err)
+	return op
+}
+
+// waitGarbageCollector waits until the cluster's garbage collector handles
+// owners of the operator's kinds. It learns about a newly installed CRD only
+// at its next discovery sync (every 30s); until then dependents of a
+// deleted Database linger, which would make the first run's cleanup slow.
+func waitGarbageCollector(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := env.Namespace(t)
+	for _, kind := range []string{"Database", "Backup"} {
+		owner := &unstructured.Unstructured{}
+		owner.SetAPIVersion("database.example.com/v1")
+		owner.SetKind(kind)
+		owner.SetNamespace(ns)
+		owner.SetName("gc-probe-" + strings.ToLower(kind))
+		if kind == "Database" {
+			owner.Object["spec"] = map[string]any{"image": "postgres:14", "databaseName": "db", "username": "u", "storage": map[string]any{"size": "1Gi"}}
+		} else {
+			owner.Object["spec"] = map[string]any{"databaseRef": map[string]any{"name": "gc-probe-missing"}}
+		}
+		require.NoError(t, env.Client.Create(ctx, owner))
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gc-probe-" + strings.ToLower(kind)}}
+		require.NoError(t, controllerutil.SetControllerReference(owner, cm, kube.Scheme))
+		require.NoError(t, env.Client.Create(ctx, cm))
+		require.NoError(t, env.Client.Delete(ctx, owner))
+		_, err := kube.WaitFor(ctx, env.Config, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, cm.Name, 90*time.Second, kube.Gone)
+		require.NoError(t, err, "the garbage collector never deleted a dependent of a %s", kind)
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/example/postgres-operator
+
+go 1.24

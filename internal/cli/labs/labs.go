@@ -1,0 +1,138 @@
+// Package labs implements `labctl labs` (the labs labctl can verify) and
+// `labctl labs show LAB` (a lab's tasks).
+package labs
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cli/verify"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+	labsfs "github.com/labctl/labctl/labs"
+)
+
+// Options are the flags of `labctl labs`.
+type Options struct {
+	f *cmdutil.Factory
+
+	// Lab is set for `labs show LAB`.
+	Lab  string
+	Lang string
+
+	// Labs loads the definitions (the embedded ones by default).
+	Labs func() ([]*labs.Lab, error)
+	// Getenv reads LANG; os.Getenv by default.
+	Getenv func(string) string
+}
+
+// NewCommand returns the labs command with its show subcommand.
+func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{f: f}
+	run := func(cmd *cobra.Command) error {
+		if runF != nil {
+			return runF(cmd.Context(), o)
+		}
+		return Run(cmd.Context(), o)
+	}
+	cmd := &cobra.Command{
+		Use:   "labs",
+		Short: "List the labs labctl can verify",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd) },
+	}
+	cmd.PersistentFlags().StringVar(&o.Lang, "lang", "", "language of titles: en or ru (default from LANG)")
+	show := &cobra.Command{
+		Use:     "show LAB",
+		Short:   "List a lab's tasks and points",
+		Example: "  labctl labs show lab-8.2\n  labctl labs show 3.4 --lang ru",
+		Args:    cobra.ExactArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			all, _ := load(o)
+			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Lab = args[0]
+			return run(cmd)
+		},
+	}
+	cmd.AddCommand(show)
+	return cmd
+}
+
+func load(o *Options) ([]*labs.Lab, error) {
+	if o.Labs != nil {
+		return o.Labs()
+	}
+	return labs.Load(labsfs.FS)
+}
+
+// Run lists the labs, or one lab's tasks.
+func Run(_ context.Context, o *Options) error {
+	s := o.f.IOStreams
+	all, err := load(o)
+	if err != nil {
+		return err
+	}
+	lang, err := verify.Lang(o.Lang, o.Getenv)
+	if err != nil {
+		return err
+	}
+	if o.Lab == "" {
+		t := s.NewTable("LAB", "TITLE", "TASKS", "POINTS")
+		for _, l := range all {
+			t.Row(l.ID, l.Title.In(lang), strconv.Itoa(len(l.Tasks)), strconv.Itoa(l.MaxPoints()))
+		}
+		return t.Print()
+	}
+	lab, err := verify.FindLab(all, o.Lab)
+	if err != nil {
+		return err
+	}
+	if s.IsTTY() {
+		fmt.Fprintf(s.Out, "%s  %s\n", s.Styles().Bold.Render(lab.ID), s.Styles().Title.Render(lab.Title.In(lang)))
+		if lab.Source != "" {
+			fmt.Fprintln(s.Out, s.Styles().Muted.Render(lab.Source))
+		}
+		fmt.Fprintln(s.Out)
+	}
+	checksOf := map[string][]string{}
+	for _, sc := range lab.Scenarios {
+		for _, st := range sc.Steps {
+			if !st.IsAssertion() {
+				continue
+			}
+			for _, task := range st.Tasks {
+				checksOf[task] = append(checksOf[task], st.ID)
+			}
+		}
+	}
+	t := s.NewTable("TASK", "POINTS", "TITLE", "CHECKS")
+	hidden := 0
+	for _, task := range lab.Tasks {
+		if task.Hidden {
+			hidden++
+			continue
+		}
+		title := task.Title.In(lang)
+		t.Row(task.ID, strconv.Itoa(task.Points), report.CleanLine(title), strconv.Itoa(len(checksOf[task.ID])))
+		if s.Verbose {
+			t.Row("", "", "  "+task.Hint.In(lang), strings.Join(checksOf[task.ID], ", "))
+		}
+	}
+	if err := t.Print(); err != nil {
+		return err
+	}
+	if hidden > 0 {
+		fmt.Fprintf(s.ErrOut, "%d hidden task(s) not shown\n", hidden)
+	}
+	if s.IsTTY() {
+		fmt.Fprintf(s.Out, "\n%s\n", s.Styles().Muted.Render(fmt.Sprintf("labctl verify %s   ·   labctl solution %s", lab.ID, lab.ID)))
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package solution
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/reference"
+	"github.com/labctl/labctl/internal/userr"
+	labsfs "github.com/labctl/labctl/labs"
+	"github.com/labctl/labctl/solutions"
+)
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	s, out, errOut := iostreams.Test(false)
+	cmd := NewCommand(&cmdutil.Factory{IOStreams: s}, nil)
+	cmd.SetArgs(append(args, "--lang", "en"))
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// Every line of every files.txt names a task of its lab and code that
+// exists in the embedded reference operator.
+func TestMappingsMatchTheReference(t *testing.T) {
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	dirs, err := fs.Glob(solutions.FS, "lab-*")
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, d := range dirs {
+		lab, ok := labs.Find(all, d)
+		require.True(t, ok, "solutions/%s has no lab definition", d)
+		raw, err := fs.ReadFile(solutions.FS, d+"/files.txt")
+		require.NoError(t, err)
+		entries, err := ParseFiles(raw)
+		require.NoError(t, err)
+		for _, e := range entries {
+			_, ok := lab.Task(e.Task)
+			assert.True(t, ok, "%s/files.txt: %s has no task %s", d, lab.ID, e.Task)
+			src, err := fs.ReadFile(reference.Source, e.File)
+			require.NoError(t, err, "%s/files.txt: %s", d, e.File)
+			snippets, err := Extract(e.File, src, e.Names)
+			require.NoError(t, err, "%s/files.txt", d)
+			assert.GreaterOrEqual(t, len(snippets), max(1, len(e.Names)))
+		}
+	}
+}
+
+func TestShow(t *testing.T) {
+	out, _, err := run(t, "lab-3.4", "--task", "2.1")
+	require.NoError(t, err)
+	assert.Contains(t, out, "Task 2.1 Patch the StatefulSet's replicas with a merge patch")
+	assert.Contains(t, out, "func (r *DatabaseReconciler) patchStatefulSetReplicas(")
+	assert.Contains(t, out, "client.MergeFrom(statefulSet.DeepCopy())")
+	assert.NotContains(t, out, "func (r *DatabaseReconciler) listDatabasesByLabel(")
+
+	_, _, err = run(t, "lab-3.4", "--task", "9.9")
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
+}
+
+func TestApply(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "PROJECT"), []byte("projectName: postgres-operator\n"), 0o644))
+	out, _, err := run(t, "lab-8.2", "--task", "1.2", "--apply", dir)
+	require.NoError(t, err)
+	assert.Contains(t, out, "created    api/v1/backup_types.go")
+	want, err := fs.ReadFile(reference.Source, "api/v1/backup_types.go")
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(dir, "api", "v1", "backup_types.go"))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	out, _, err = run(t, "lab-8.2", "--task", "1.2", "--apply", dir)
+	require.NoError(t, err)
+	assert.Contains(t, out, "unchanged  api/v1/backup_types.go")
+
+	mine := []byte("package v1 // my own work\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "api", "v1", "backup_types.go"), mine, 0o644))
+	_, _, err = run(t, "lab-8.2", "--task", "1.2,2.1", "--apply", dir)
+	require.Error(t, err)
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
+	assert.Contains(t, userr.Message(err), "api/v1/backup_types.go")
+	got, _ = os.ReadFile(filepath.Join(dir, "api", "v1", "backup_types.go"))
+	assert.Equal(t, mine, got, "a changed file is left alone")
+	_, err = os.Stat(filepath.Join(dir, "api", "v1", "database_types.go"))
+	assert.True(t, os.IsNotExist(err), "nothing is written when something would be overwritten")
+
+	out, _, err = run(t, "lab-8.2", "--task", "1.2,2.1", "--apply", dir, "--force")
+	require.NoError(t, err)
+	assert.Contains(t, out, "overwrote  api/v1/backup_types.go")
+	assert.Contains(t, out, "created    api/v1/database_types.go")
+}
+
+func TestParseFiles(t *testing.T) {
+	e, err := ParseFiles([]byte("# comment\n\n1.1 a/b.go F G\n2.1 c.yaml\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []Entry{{Task: "1.1", File: "a/b.go", Names: []string{"F", "G"}}, {Task: "2.1", File: "c.yaml", Names: []string{}}}, e)
+	_, err = ParseFiles([]byte("1.1\n"))
+	assert.Error(t, err)
+	_, err = ParseFiles([]byte("1.1 ../../etc/passwd\n"))
+	assert.Error(t, err)
+}

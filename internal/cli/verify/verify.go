@@ -1,0 +1,284 @@
+// Package verify implements `labctl verify LAB`: run a lab's checks
+// against the cluster and the operator running in it, print the report,
+// and exit 0 only when every task passed (3 otherwise).
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/labctl/labctl/internal/checks"
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/local"
+	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+	"github.com/labctl/labctl/internal/userr"
+	labsfs "github.com/labctl/labctl/labs"
+)
+
+// Options are the flags and dependencies of `labctl verify`.
+type Options struct {
+	f *cmdutil.Factory
+
+	Lab      string
+	Tasks    []string
+	Project  string
+	Output   string
+	Keep     bool
+	Timeout  time.Duration
+	Lang     string
+	Name     string
+	Provider string
+
+	// Labs loads the lab definitions (the embedded ones by default).
+	Labs func() ([]*labs.Lab, error)
+	// FindOperator finds the operator running in the cluster; the default
+	// is FindOperator.
+	FindOperator OperatorFinder
+	// Getenv reads the environment (LANG); os.Getenv by default.
+	Getenv func(string) string
+}
+
+// OperatorFinder finds the operator under test in a cluster. projectDir is
+// --project ("" when not given), which names the operator's Deployment on
+// clusters where it runs in-cluster.
+type OperatorFinder func(ctx context.Context, c *cluster.Cluster, projectDir string) (*deploy.Operator, error)
+
+// NewCommand returns the verify command; runF replaces the work in tests of
+// flag parsing.
+func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{f: f}
+	cmd := &cobra.Command{
+		Use:   "verify LAB",
+		Short: "Check each task of a lab against the cluster and your operator",
+		Long: `Run the checks of a lab against the running cluster and the operator
+deployed in it (labctl up): every task of the lab text, with evidence when
+one fails: what was expected and observed, the last state of the object,
+its events and an excerpt of the operator's log.
+
+Each run works in a fresh namespace labctl-<lab>-<random> and deletes it
+afterwards (--keep leaves it for inspection). Exit status 0 means every
+task passed, 3 that at least one did not.`,
+		Example: `  labctl verify lab-8.2
+  labctl verify 3.4 --task 6.2
+  labctl verify lab-8.2 --project ~/postgres-operator -o junit > report.xml`,
+		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			all, _ := loadLabs(o)
+			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Lab = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringSliceVar(&o.Tasks, "task", nil, "verify only these tasks (e.g. 6.2; repeat or separate with commas)")
+	cmd.Flags().StringVar(&o.Project, "project", "", "your kubebuilder project, for the checks that read the source (default: the deployed operator's)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatTable, "output format: "+strings.Join(report.Formats, ", "))
+	cmd.Flags().BoolVar(&o.Keep, "keep", false, "keep the namespace and its objects after the run")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 15*time.Minute, "give up the whole run after this long")
+	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles and hints: en or ru (default from LANG)")
+	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
+	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return report.Formats, cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc("lang", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return labs.Langs, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func loadLabs(o *Options) ([]*labs.Lab, error) {
+	if o.Labs != nil {
+		return o.Labs()
+	}
+	return labs.Load(labsfs.FS)
+}
+
+// FindLab resolves a lab argument ("lab-8.2" or "8.2") with a usage error
+// that lists the labs.
+func FindLab(all []*labs.Lab, id string) (*labs.Lab, error) {
+	lab, ok := labs.Find(all, id)
+	if !ok {
+		return nil, userr.Usage(fmt.Sprintf("there is no lab %q", id), "labs: "+strings.Join(labs.IDs(all), ", ")+" (`labctl labs` lists them)")
+	}
+	return lab, nil
+}
+
+// Lang resolves --lang, defaulting to the locale.
+func Lang(flag string, getenv func(string) string) (string, error) {
+	if flag == "" {
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		return labs.LangFromEnv(getenv), nil
+	}
+	if !slices.Contains(labs.Langs, flag) {
+		return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang en or --lang ru")
+	}
+	return flag, nil
+}
+
+// Run does the work of `labctl verify`.
+func Run(ctx context.Context, o *Options) error {
+	s := o.f.IOStreams
+	all, err := loadLabs(o)
+	if err != nil {
+		return err
+	}
+	lab, err := FindLab(all, o.Lab)
+	if err != nil {
+		return err
+	}
+	for _, t := range o.Tasks {
+		if _, ok := lab.Task(t); !ok {
+			var ids []string
+			for _, lt := range lab.Tasks {
+				ids = append(ids, lt.ID)
+			}
+			return userr.Usage(fmt.Sprintf("%s has no task %q", lab.ID, t), "its tasks: "+strings.Join(ids, ", "))
+		}
+	}
+	if !slices.Contains(report.Formats, o.Output) {
+		return userr.Usage(fmt.Sprintf("unknown output format %q", o.Output), "use -o "+strings.Join(report.Formats, ", -o "))
+	}
+	lang, err := Lang(o.Lang, o.Getenv)
+	if err != nil {
+		return err
+	}
+	project := ""
+	if o.Project != "" {
+		abs, err := filepath.Abs(o.Project)
+		if err != nil {
+			return err
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return userr.Usage(fmt.Sprintf("project directory %s does not exist", abs), "pass --project with the path to your kubebuilder project")
+		}
+		project = abs
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	// controller-runtime's client wants a logger; verify reports through
+	// its own output, not klog-style lines.
+	ctrllog.SetLogger(logr.Discard())
+
+	c, err := o.f.Providers.FindCluster(ctx, o.Provider, o.Name)
+	if err != nil {
+		return err
+	}
+	find := o.FindOperator
+	if find == nil {
+		find = FindOperator
+	}
+	op, err := find(ctx, c, project)
+	if err != nil {
+		return err
+	}
+	if project == "" && op != nil && op.Project != nil {
+		if st, err := os.Stat(op.Project.Dir); err == nil && st.IsDir() {
+			project = op.Project.Dir
+		}
+	}
+	if project == "" {
+		if wd, err := os.Getwd(); err == nil && isProject(wd) {
+			project = wd
+		}
+	}
+
+	total := checks.CountChecks(lab, o.Tasks)
+	step := s.StartStep(fmt.Sprintf("Verifying %s on %s cluster %s", lab.ID, c.Provider, c.Name))
+	done, failed := 0, 0
+	rep, err := checks.Run(ctx, checks.Options{
+		Lab:        lab,
+		Cluster:    c,
+		Operator:   op,
+		ProjectDir: project,
+		Lang:       lang,
+		Tasks:      o.Tasks,
+		Keep:       o.Keep,
+		OnCheck: func(ch *report.Check) {
+			done++ // OnCheck calls are serialised by the engine
+			if ch.Status == report.Fail || ch.Status == report.Error {
+				failed++
+			}
+			detail := fmt.Sprintf("%d/%d checks", done, total)
+			if failed > 0 {
+				detail += fmt.Sprintf(", %d not passed", failed)
+			}
+			step.Update("%s", detail)
+		},
+	})
+	if err != nil {
+		step.Fail()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("verify did not finish within %s", o.Timeout), "raise --timeout, or check the cluster with `labctl status`")
+		}
+		return err
+	}
+	if rep.AllPassed() {
+		step.Done(fmt.Sprintf("%d/%d tasks passed", rep.Summary.Passed, rep.Summary.Tasks))
+	} else {
+		step.Fail()
+	}
+	if err := report.Write(s, rep, o.Output); err != nil {
+		return err
+	}
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		fmt.Fprintf(s.ErrOut, "verify ran out of time (--timeout %s): checks still running were reported as errors\n", o.Timeout)
+	}
+	if !rep.AllPassed() {
+		return &cmdutil.SilentError{Code: userr.ExitChecks}
+	}
+	return nil
+}
+
+// FindOperator finds the operator under test: the manager labctl runs as a
+// local process on the local provider, else the manager Deployment of the
+// project (--project, the current directory, or the reference operator,
+// which shares its names with the course's project).
+func FindOperator(ctx context.Context, c *cluster.Cluster, projectDir string) (*deploy.Operator, error) {
+	if c.Provider == local.ProviderName {
+		return deploy.CurrentLocal(c)
+	}
+	dir := projectDir
+	if dir == "" {
+		if wd, err := os.Getwd(); err == nil && isProject(wd) {
+			dir = wd
+		}
+	}
+	p, err := deploy.ResolveProject(dir)
+	if err != nil {
+		return nil, err
+	}
+	return deploy.CurrentInCluster(ctx, c.Config, p)
+}
+
+// isProject reports whether dir looks like a kubebuilder project.
+func isProject(dir string) bool {
+	for _, f := range []string{"PROJECT", "go.mod"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}

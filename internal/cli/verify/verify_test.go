@@ -1,0 +1,90 @@
+package verify
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	s, _, _ := iostreams.Test(false)
+	var got *Options
+	cmd := NewCommand(&cmdutil.Factory{IOStreams: s}, func(_ context.Context, o *Options) error { got = o; return nil })
+	cmd.SetArgs(args)
+	require.NoError(t, cmd.Execute())
+	return got
+}
+
+func TestFlags(t *testing.T) {
+	o := parse(t, "8.2", "--task", "6.2", "--task", "1.1,1.2", "--project", "/p", "-o", "junit", "--keep", "--timeout", "2m", "--lang", "ru", "--name", "dev")
+	assert.Equal(t, "8.2", o.Lab)
+	assert.Equal(t, []string{"6.2", "1.1", "1.2"}, o.Tasks)
+	assert.Equal(t, "/p", o.Project)
+	assert.Equal(t, "junit", o.Output)
+	assert.True(t, o.Keep)
+	assert.Equal(t, 2*time.Minute, o.Timeout)
+	assert.Equal(t, "ru", o.Lang)
+	assert.Equal(t, "dev", o.Name)
+
+	o = parse(t, "lab-3.4")
+	assert.Equal(t, "table", o.Output)
+	assert.Equal(t, "k8s-operators-course", o.Name)
+	assert.Equal(t, 15*time.Minute, o.Timeout)
+}
+
+func TestNeedsExactlyOneLab(t *testing.T) {
+	s, _, _ := iostreams.Test(false)
+	cmd := NewCommand(&cmdutil.Factory{IOStreams: s}, func(context.Context, *Options) error { return nil })
+	cmd.SetArgs([]string{})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	assert.Error(t, cmd.Execute())
+}
+
+func TestBadInputIsAUsageError(t *testing.T) {
+	s, _, _ := iostreams.Test(false)
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{}}
+	for name, o := range map[string]Options{
+		"unknown lab":    {Lab: "lab-9.9", Output: "table"},
+		"unknown task":   {Lab: "lab-8.2", Tasks: []string{"7.7"}, Output: "table"},
+		"unknown format": {Lab: "lab-8.2", Output: "yaml"},
+		"unknown lang":   {Lab: "lab-8.2", Output: "table", Lang: "de"},
+		"no project dir": {Lab: "lab-8.2", Output: "table", Project: "/does/not/exist"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o.f = f
+			err := Run(context.Background(), &o)
+			require.Error(t, err)
+			assert.Equal(t, userr.ExitUsage, userr.Code(err), err.Error())
+		})
+	}
+	err := Run(context.Background(), &Options{f: f, Lab: "9.9", Output: "table"})
+	assert.Contains(t, userr.Message(err), "lab-3.4, lab-8.2")
+}
+
+func TestLang(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, c := range []struct {
+		flag string
+		env  map[string]string
+		want string
+	}{
+		{"", map[string]string{"LANG": "ru_RU.UTF-8"}, "ru"},
+		{"", map[string]string{"LANG": "en_US.UTF-8"}, "en"},
+		{"", map[string]string{"LANG": "ru_RU.UTF-8", "LC_ALL": "C"}, "en"},
+		{"", map[string]string{"LC_MESSAGES": "ru_RU"}, "ru"},
+		{"", nil, "en"},
+		{"ru", map[string]string{"LANG": "en_US"}, "ru"},
+	} {
+		got, err := Lang(c.flag, env(c.env))
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "%v %v", c.flag, c.env)
+	}
+}
