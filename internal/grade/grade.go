@@ -3,7 +3,7 @@
 // local cluster, deployed with its own CRDs and RBAC, its manager run
 // under its own identity with CPU-time, memory and wall-time limits,
 // verified with the lab's checks (internal/checks), and torn down. Scores
-// come from the lab's points per task with partial credit; the gradebook
+// come from the lab's points, credited task by task; the gradebook
 // (CSV, JSON, JUnit) and each student's Markdown feedback are written as
 // each submission finishes, so an interrupted run keeps what it graded.
 package grade
@@ -63,7 +63,7 @@ type Options struct {
 	OutDir string
 	// RevealHidden shows hidden tasks' checks in the feedback files.
 	RevealHidden bool
-	// Credit is the scoring policy (default CreditChecks).
+	// Credit is the scoring policy (default CreditTasks).
 	Credit Credit
 	// Lang of titles, hints and feedback ("en" or "ru").
 	Lang string
@@ -147,10 +147,10 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	}
 	switch o.Credit {
 	case "":
-		o.Credit = CreditChecks
+		o.Credit = CreditTasks
 	case CreditChecks, CreditTasks:
 	default:
-		return nil, userr.Usage(fmt.Sprintf("unknown credit policy %q", o.Credit), "use checks or tasks")
+		return nil, userr.Usage(fmt.Sprintf("unknown credit policy %q", o.Credit), "use tasks or checks")
 	}
 	if o.Limits.IsZero() && !o.NoLimits {
 		o.Limits = supervise.Limits{CPU: DefaultCPU, Memory: DefaultMemory}
@@ -188,7 +188,7 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	fmt.Fprintf(s.ErrOut, "Grading %d submission(s) of %s, %d at a time; each manager: %s, wall time %s.\n",
 		len(o.Submissions), o.Lab.ID, o.Jobs, limits, o.Timeout)
 
-	g := &grader{o: o, out: out, work: work, checks: countChecks(o.Lab)}
+	g := &grader{o: o, out: out, work: work, checks: checks.CountChecks(o.Lab, nil)}
 	g.progress = newProgress(s, o.Submissions)
 	defer g.progress.stop()
 
@@ -257,18 +257,6 @@ func describeLimits(l supervise.Limits) string {
 		parts = append(parts, fmt.Sprintf("memory %dMiB (%s)", l.Memory>>20, supervise.MemoryMechanism()))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func countChecks(lab *labs.Lab) int {
-	n := 0
-	for _, sc := range lab.Scenarios {
-		for _, st := range sc.Steps {
-			if st.IsAssertion() {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 func summaryLine(r *report.GradedSubmission) string {

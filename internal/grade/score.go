@@ -21,17 +21,24 @@ type Credit string
 
 // Credit policies.
 const (
-	// CreditChecks (the default): partial credit per task, its points
-	// times the share of its checks that passed; nothing when one of its
-	// gate checks failed.
-	CreditChecks Credit = "checks"
-	// CreditTasks: all or nothing per task; a task earns its points when
-	// every check of it passed (as verify's verdict for the task).
+	// CreditTasks (the default): credit task by task; a task earns its
+	// points when verify passes it (every check passed, warnings
+	// included), else none. The lab's score is the sum, so a submission
+	// gets partial credit for the tasks it solved. A task verdict is what
+	// verify's honesty suite guarantees, so re-grading the same code gives
+	// the same score, and checks that pass trivially (nothing happened
+	// because the operator is down) earn nothing on their own.
 	CreditTasks Credit = "tasks"
+	// CreditChecks: partial credit inside a task, its points times the
+	// share of its checks that passed; nothing when one of its gate checks
+	// failed. Finer, but a check-level result can vary between runs where
+	// the task verdict does not (e.g. which of two timing checks catches a
+	// race), and absence checks pass for an operator that does nothing.
+	CreditChecks Credit = "checks"
 )
 
 // Credits lists the policies (for --credit).
-var Credits = []Credit{CreditChecks, CreditTasks}
+var Credits = []Credit{CreditTasks, CreditChecks}
 
 // Score credits each task of the lab from a verification report.
 //

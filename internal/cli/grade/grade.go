@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,9 +55,11 @@ A SUBMISSION is a project directory; the student id is its name. With
 dir column, or a repo column (git URL or path) with an optional ref column
 (branch, tag or commit). Arguments after LAB then pick students of the roster.
 
-Points per task come from the lab; a task earns its points times the share of
-its checks that passed, and nothing when a gate check of it failed
-(--credit tasks: all or nothing per task). Tasks marked hidden count but are withheld from the students' feedback unless
+Points per task come from the lab. A task earns its points when its checks pass
+(as labctl verify decides the task), so a submission gets credit for each task
+it solved; --credit checks gives partial credit inside a task instead (the
+share of its checks that passed, nothing when a gate check failed). Tasks
+marked hidden count but are withheld from the students' feedback unless
 --reveal-hidden.
 
 Written to --out: gradebook.csv (student, total, max, one column per task),
@@ -84,7 +87,7 @@ a student again replaces only that student's row.`,
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", grade.DefaultTimeout, "wall-time limit per submission, build to teardown")
 	cmd.Flags().StringVar(&o.Out, "out", "", "output directory (default grades/LAB)")
 	cmd.Flags().BoolVar(&o.RevealHidden, "reveal-hidden", false, "show hidden tasks' checks in the students' feedback")
-	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditChecks), "scoring: checks (a task's points times the share of its checks that passed) or tasks (all or nothing per task)")
+	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditTasks), "scoring: tasks (a task's points when it passes) or checks (a task's points times the share of its checks that passed)")
 	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles, hints and feedback: en or ru (default from LANG)")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "prebuilt etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
 	cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -156,22 +159,13 @@ func Run(ctx context.Context, o *Options) error {
 	return err
 }
 
-// language picks en or ru: the flag, else LC_ALL / LC_MESSAGES / LANG.
+// language picks en or ru: the flag, else the locale.
 func language(flag string) (string, error) {
-	switch strings.ToLower(flag) {
-	case "en", "ru":
-		return strings.ToLower(flag), nil
-	case "":
-	default:
-		return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang en or --lang ru")
+	if flag == "" {
+		return labs.LangFromEnv(os.Getenv), nil
 	}
-	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
-		if val := os.Getenv(v); val != "" {
-			if strings.HasPrefix(strings.ToLower(val), "ru") {
-				return "ru", nil
-			}
-			return "en", nil
-		}
+	if l := strings.ToLower(flag); slices.Contains(labs.Langs, l) {
+		return l, nil
 	}
-	return "en", nil
+	return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang "+strings.Join(labs.Langs, " or --lang "))
 }
