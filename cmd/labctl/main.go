@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"k8s.io/klog/v2"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cli/root"
@@ -32,6 +35,10 @@ func main() {
 }
 
 func run() int {
+	// client-go logs retries and timeouts through klog straight to stderr;
+	// labctl reports what matters itself, in one line per failure.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	streams := iostreams.System()
 	kindProv, existingProv := &kind.Provider{}, &existing.Provider{}
 	f := &cmdutil.Factory{
