@@ -63,9 +63,16 @@ func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string) 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir,
-		OnCheck: func(c *report.Check) { t.Logf("%6.2fs %s %s", time.Since(start).Seconds(), c.Status, c.ID) }})
-	t.Logf("%6.2fs done", time.Since(start).Seconds())
+	_, bench := t.(*testing.B)
+	progress := func(c *report.Check) {
+		if !bench { // a timeline of the run, shown when a test fails (or with -v)
+			t.Logf("%6.2fs %s %s", time.Since(start).Seconds(), c.Status, c.ID)
+		}
+	}
+	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir, OnCheck: progress})
+	if !bench {
+		t.Logf("%6.2fs done", time.Since(start).Seconds())
+	}
 	require.NoError(t, err)
 	return rep
 }
