@@ -3,7 +3,8 @@ package iostreams
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/charmbracelet/lipgloss"
 )
 
 // Table prints rows aligned on a terminal and as tab-separated values when
@@ -30,14 +31,42 @@ func (t *Table) Print() error {
 		}
 		return nil
 	}
-	w := tabwriter.NewWriter(t.s.Out, 0, 4, 2, ' ', 0)
-	head := make([]string, len(t.header))
-	for i, h := range t.header {
-		head[i] = t.s.Styles().Bold.Render(h)
+	// Pad by visible width before styling: escape codes would throw
+	// tabwriter's column widths off.
+	widths := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, c := range r {
+			if i < len(widths) {
+				widths[i] = max(widths[i], lipgloss.Width(c))
+			}
+		}
 	}
-	fmt.Fprintln(w, strings.Join(head, "\t"))
+	line := func(cells []string, style func(string) string) error {
+		var b strings.Builder
+		for i, c := range cells {
+			if i >= len(widths) {
+				break
+			}
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[i]-lipgloss.Width(c))
+			if i == len(cells)-1 || i == len(widths)-1 {
+				pad = ""
+			}
+			b.WriteString(style(c) + pad)
+		}
+		_, err := fmt.Fprintln(t.s.Out, b.String())
+		return err
+	}
+	bold := t.s.Styles().Bold
+	if err := line(t.header, func(c string) string { return bold.Render(c) }); err != nil {
+		return err
+	}
 	for _, r := range t.rows {
-		fmt.Fprintln(w, strings.Join(r, "\t"))
+		if err := line(r, func(c string) string { return c }); err != nil {
+			return err
+		}
 	}
-	return w.Flush()
+	return nil
 }
