@@ -249,3 +249,10 @@ func TestStructJSONFields(t *testing.T) {
 	_, ok = structJSONFields(f, "Nope")
 	assert.False(t, ok)
 }
+
+func TestCompactLogLine(t *testing.T) {
+	line := "2026-11-29T17:43:22Z\tINFO\tPatching StatefulSet replicas\t{\"controller\": \"database\", \"controllerGroup\": \"database.example.com\", \"controllerKind\": \"Database\", \"Database\": {\"name\":\"my-database\",\"namespace\":\"ns\"}, \"namespace\": \"ns\", \"name\": \"my-database\", \"reconcileID\": \"844782d2\", \"statefulset\": \"my-database\", \"from\": 1, \"to\": 2}"
+	assert.Equal(t, "2026-11-29T17:43:22Z\tINFO\tPatching StatefulSet replicas from=1 statefulset=\"my-database\" to=2", compactLogLine(line))
+	assert.Equal(t, "plain line", compactLogLine("plain line"))
+	assert.Equal(t, "x {broken", compactLogLine("x {broken"))
+}

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -63,11 +64,15 @@ func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report
 	return c
 }
 
-// TrimObject renders an object as YAML without the noise (managedFields,
-// last-applied annotations, the pod template's bulk), capped in length.
+// TrimObject renders an object as YAML for evidence: kind and name, then
+// metadata without the noise (managedFields, last-applied annotations),
+// then status (what the operator and controllers reported), then spec
+// without the bulk (the pod template down to container images, defaulted
+// StatefulSet policies), capped in length.
 func TrimObject(u *unstructured.Unstructured) string {
 	obj := runtime.DeepCopyJSON(u.Object)
-	if md, ok := obj["metadata"].(map[string]any); ok {
+	md, _ := obj["metadata"].(map[string]any)
+	if md != nil {
 		delete(md, "managedFields")
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
@@ -76,7 +81,8 @@ func TrimObject(u *unstructured.Unstructured) string {
 			}
 		}
 	}
-	if spec, ok := obj["spec"].(map[string]any); ok {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec != nil {
 		if tmpl, ok := spec["template"].(map[string]any); ok {
 			var images []any
 			containers, _, _ := unstructured.NestedSlice(tmpl, "spec", "containers")
@@ -84,17 +90,25 @@ func TrimObject(u *unstructured.Unstructured) string {
 				m, _ := ct.(map[string]any)
 				images = append(images, map[string]any{"name": m["name"], "image": m["image"]})
 			}
-			spec["template"] = map[string]any{"spec": map[string]any{"containers": images}, "…": "rest of the pod template omitted"}
+			spec["template"] = map[string]any{"spec": map[string]any{"containers": images}}
 		}
-		if _, ok := spec["volumeClaimTemplates"]; ok {
-			spec["volumeClaimTemplates"] = "…omitted"
+		for _, k := range []string{"volumeClaimTemplates", "persistentVolumeClaimRetentionPolicy", "podManagementPolicy", "revisionHistoryLimit", "updateStrategy"} {
+			delete(spec, k)
 		}
 	}
-	raw, err := yaml.Marshal(obj)
-	if err != nil {
-		return ""
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\n", u.GetKind(), u.GetName())
+	for _, part := range []string{"metadata", "status", "spec"} {
+		v, ok := obj[part]
+		if !ok {
+			continue
+		}
+		raw, err := yaml.Marshal(map[string]any{part: v})
+		if err == nil {
+			b.Write(raw)
+		}
 	}
-	lines := strings.Split(strings.TrimRight(report.Clean(string(raw)), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(report.Clean(b.String()), "\n"), "\n")
 	if len(lines) > maxObjectLines {
 		lines = append(lines[:maxObjectLines], fmt.Sprintf("… (%d more lines)", len(lines)-maxObjectLines))
 	}
@@ -181,9 +195,51 @@ func (r *run) logExcerpt(ctx context.Context, names []string) []string {
 	}
 	out := make([]string, 0, len(hits))
 	for _, l := range hits {
-		if l = strings.TrimSpace(report.CleanLine(l)); l != "" {
+		if l = strings.TrimSpace(report.CleanLine(compactLogLine(l))); l != "" {
 			out = append(out, truncate(l, maxLineLen))
 		}
 	}
 	return out
+}
+
+// noisyKeys are what controller-runtime adds to every reconcile's log
+// line; the message and the operator's own keys are what a student needs.
+var noisyKeys = []string{"controller", "controllerGroup", "controllerKind", "reconcileID", "namespace", "name"}
+
+// compactLogLine shortens a zap console line (TIME LEVEL MESSAGE {json}) by
+// dropping controller-runtime's per-reconcile keys from its JSON part.
+func compactLogLine(line string) string {
+	i := strings.Index(line, "\t{")
+	if i < 0 {
+		i = strings.Index(line, " {\"")
+	}
+	if i < 0 || !strings.HasSuffix(strings.TrimSpace(line), "}") {
+		return line
+	}
+	var kv map[string]any
+	if json.Unmarshal([]byte(strings.TrimSpace(line[i:])), &kv) != nil {
+		return line
+	}
+	kind, _ := kv["controllerKind"].(string)
+	for _, k := range noisyKeys {
+		delete(kv, k)
+	}
+	if kind != "" {
+		delete(kv, kind) // the reconciled object, {"name":..,"namespace":..}
+	}
+	head := strings.TrimSpace(line[:i])
+	if len(kv) == 0 {
+		return head
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v, _ := json.Marshal(kv[k])
+		parts = append(parts, k+"="+string(v))
+	}
+	return head + " " + strings.Join(parts, " ")
 }

@@ -50,7 +50,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		if last == nil {
 			observed = ref.String() + " does not exist"
 		}
-		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: not %s within %s", ref, want, roundDur(timeout)),
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: waited %s for %s, and it never got there", ref, roundDur(timeout), want),
 			Expected: want, Observed: observed, Object: last, Related: related}
 
 	case len(e.Consistently) > 0:
@@ -74,7 +74,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		})
 		switch {
 		case err == nil:
-			return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: %s did not hold for %s: it changed after %s", ref, want, roundDur(d), roundDur(at)),
+			return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: expected %q for %s, but that changed after %s", ref, want, roundDur(d), roundDur(at)),
 				Expected: want + " for " + roundDur(d), Observed: violation, Object: last, Related: related}
 		case isTimeout(err) && ctx.Err() == nil:
 			return Outcome{Status: report.Pass, Message: fmt.Sprintf("%s: %s held for %s", ref, want, roundDur(d)), Object: last, Related: related}

@@ -49,12 +49,14 @@ var labels = map[string]map[string]string{
 		"logs": "operator log", "hint": "hint", "notes": "note", "namespace": "namespace",
 		"tasks": "tasks passed", "points": "points", "warnings": "with warnings", "withheld": "details withheld",
 		"skipped": "skipped", "errors": "could not decide", "failed": "failed", "operator": "operator",
+		"see": "see task",
 	},
 	"ru": {
 		"expected": "ожидалось", "observed": "наблюдалось", "object": "последнее состояние", "events": "события",
 		"logs": "журнал оператора", "hint": "подсказка", "notes": "примечание", "namespace": "пространство имён",
 		"tasks": "задач пройдено", "points": "баллов", "warnings": "с предупреждениями", "withheld": "подробности скрыты",
 		"skipped": "пропущено", "errors": "не удалось проверить", "failed": "не пройдено", "operator": "оператор",
+		"see": "см. задачу",
 	},
 }
 
@@ -112,6 +114,7 @@ func WriteText(w io.Writer, st iostreams.Styles, r *Report, verbose bool) error 
 	fmt.Fprintln(&b, st.Muted.Render(strings.Join(meta, " · ")))
 	fmt.Fprintln(&b)
 
+	shown := map[string]string{} // check ID -> the task under which its evidence was printed
 	for _, t := range r.Tasks {
 		fmt.Fprintf(&b, "%s %-7s %s  %s\n", styled(st, t.Status, Mark(t.Status)), t.ID, CleanLine(t.Title),
 			st.Muted.Render(fmt.Sprintf("%d/%d", t.Score, t.Points)))
@@ -127,6 +130,12 @@ func WriteText(w io.Writer, st iostreams.Styles, r *Report, verbose bool) error 
 			if !verbose && c.Status == Pass {
 				continue
 			}
+			if first, ok := shown[c.ID]; ok {
+				fmt.Fprintf(&b, "    %s %s  %s\n", styled(st, c.Status, Mark(c.Status)), CleanLine(c.Title),
+					st.Muted.Render(fmt.Sprintf("%s · %s %s", c.ID, label(lang, "see"), first)))
+				continue
+			}
+			shown[c.ID] = t.ID
 			writeCheck(&b, st, lang, c)
 		}
 		if !t.Status.Passed() && t.Hint != "" {

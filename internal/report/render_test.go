@@ -67,11 +67,13 @@ func TestTextReport(t *testing.T) {
 	assert.NotContains(t, text, "\x1b", "no escape sequence reaches the terminal")
 	assert.NotContains(t, text, "\x07")
 	assert.NotContains(t, text, "✓ StatefulSet follows", "passed checks are shown with -v only")
+	assert.Equal(t, 1, strings.Count(text, "observed: PUT"), "a check shared by tasks shows its evidence once")
 
 	s.Verbose = true
 	out.Reset()
 	require.NoError(t, WriteText(out, s.Styles(), sample(), true))
 	assert.Contains(t, out.String(), "✓ StatefulSet follows spec.replicas")
+	assert.Contains(t, out.String(), "replicas-patched · see task 2.1")
 }
 
 func TestTextReportInRussian(t *testing.T) {
