@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	var wg sync.WaitGroup
 	for _, sc := range scenarios {
-		if sc.Final {
+		if sc.Final || sc.Cleanup {
 			continue
 		}
 		wg.Add(1)
@@ -150,8 +150,26 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		}()
 	}
 	wg.Wait()
+	// Then the lab's cleanup (not with --keep), then the final scenarios
+	// (e.g. the operator's health over the whole run).
 	for _, sc := range scenarios {
-		if sc.Final {
+		if !sc.Cleanup {
+			continue
+		}
+		if o.Keep {
+			for _, st := range sc.Steps {
+				if st.IsAssertion() {
+					c := r.toCheck(ctx, &st, skip("not run: --keep leaves the objects for inspection, so the lab's cleanup was skipped"))
+					c.Scenario = sc.Name
+					collect(c)
+				}
+			}
+			continue
+		}
+		r.runScenario(ctx, sc, collect)
+	}
+	for _, sc := range scenarios {
+		if sc.Final && !sc.Cleanup {
 			r.runScenario(ctx, sc, collect)
 		}
 	}

@@ -28,7 +28,7 @@ type Lab struct {
 	Defaults Defaults          `json:"defaults,omitempty"`
 	Tasks    []Task            `json:"tasks"`
 	// Scenarios run in parallel, each in the run's namespace with its own
-	// objects; those marked final run after all the others.
+	// objects; then the lab's cleanup scenario; then those marked final.
 	Scenarios []Scenario `json:"scenarios"`
 }
 
@@ -54,9 +54,13 @@ type Task struct {
 type Scenario struct {
 	Name  string `json:"name"`
 	Title Text   `json:"title,omitempty"`
-	// Final scenarios run after all others have finished (cleanup of the
-	// whole namespace, operator health over the whole run).
+	// Final scenarios run after all others have finished, the cleanup
+	// included (operator health over the whole run).
 	Final bool `json:"final,omitempty"`
+	// Cleanup marks the lab's own cleanup (it deletes what the others
+	// made); it runs last, and not at all with --keep, whose point is to
+	// leave the objects for inspection.
+	Cleanup bool `json:"cleanup,omitempty"`
 	// Record watches these objects from the scenario's start and keeps
 	// every state they pass through, for checks about order (a Backup must
 	// not start before its Database is Ready).

@@ -138,7 +138,7 @@ func WriteText(w io.Writer, st iostreams.Styles, r *Report, verbose bool) error 
 			shown[c.ID] = t.ID
 			writeCheck(&b, st, lang, c)
 		}
-		if !t.Status.Passed() && t.Hint != "" {
+		if (t.Status == Fail || t.Status == Error) && t.Hint != "" {
 			fmt.Fprintf(&b, "    %s %s\n", st.Bold.Render(label(lang, "hint")+":"), CleanLine(t.Hint))
 		}
 	}
