@@ -111,21 +111,37 @@ func runControllerRunning(ctx context.Context, c *Context, params any) Outcome {
 	if op == nil || op.Logs == nil {
 		return skip("the operator's log cannot be read here")
 	}
-	raw, err := op.Logs(ctx)
-	if err != nil {
-		return errorf("reading the operator's log: %v", oneLine(err))
-	}
 	kind := regexp.MustCompile(`"controllerKind"\s*:\s*"` + regexp.QuoteMeta(p.Kind) + `"`)
 	started, workers := false, false
-	for _, l := range strings.Split(string(raw), "\n") {
-		if !kind.MatchString(l) {
-			continue
+	// A manager deployed a moment ago may not have started its controllers
+	// yet (they start once its caches sync): read its log until they have,
+	// or Timeout. A log file offers nothing to watch, so this polls it.
+	deadline := time.Now().Add(c.Timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		raw, err := op.Logs(ctx)
+		if err != nil {
+			return errorf("reading the operator's log: %v", oneLine(err))
 		}
-		if strings.Contains(l, "Starting Controller") {
-			started = true
+		for _, l := range strings.Split(string(raw), "\n") {
+			if !kind.MatchString(l) {
+				continue
+			}
+			if strings.Contains(l, "Starting Controller") {
+				started = true
+			}
+			if strings.Contains(l, "Starting workers") {
+				workers = true
+			}
 		}
-		if strings.Contains(l, "Starting workers") {
-			workers = true
+		if workers || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return errorf("reading the operator's log: %v", ctx.Err())
+		case <-tick.C:
 		}
 	}
 	expected := fmt.Sprintf("the manager logs \"Starting workers\" for controllerKind %s", p.Kind)
