@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/labctl/labctl/internal/deploy"
@@ -215,12 +216,19 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, goBin, "list", "-export", "./...")
+	// One compile at a time, at low priority: the cluster and the operator
+	// share the machine with it while the other checks run.
+	cmd := exec.CommandContext(ctx, goBin, "list", "-export", "-p", "1", "./...")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Run(); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 10) // inherited by the compilers it starts
+		err = cmd.Wait()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return errorf("compiling the project did not finish within %s", roundDur(c.Timeout))
 		}
