@@ -51,11 +51,14 @@ var Credits = []Credit{CreditTasks, CreditChecks}
 // earns all its points when every check passed, else none. A task with no
 // checks in the report (or no report) earns nothing.
 func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.TaskScore, total float64) {
-	gates := map[string]bool{}
+	gates, graded := map[string]bool{}, map[string]bool{}
 	for _, sc := range lab.Scenarios {
 		for _, st := range sc.Steps {
 			if st.Gate && st.ID != "" {
 				gates[st.ID] = true
+			}
+			if st.Graded && st.ID != "" {
+				graded[st.ID] = true
 			}
 		}
 	}
@@ -71,19 +74,36 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 			ts.Status = report.TaskStatus(rt.Checks)
 			ts.Checks = len(rt.Checks)
 			var gateFailed *report.Check
+			var gradedWarn *report.Check
 			for _, c := range rt.Checks {
+				if graded[c.ID] && c.Status == report.Warn {
+					// verify only warns (students may have followed the
+					// course's simulated code); grading requires it.
+					if gradedWarn == nil {
+						gradedWarn = c
+					}
+					continue
+				}
 				if c.Status.Passed() {
 					ts.Passed++
 				} else if gates[c.ID] && gateFailed == nil {
 					gateFailed = c
 				}
 			}
+			if gradedWarn != nil && ts.Status.Passed() {
+				ts.Status = report.Fail
+			}
 			switch {
 			case ts.Checks == 0:
 			case credit == CreditTasks:
 				if ts.Passed == ts.Checks {
 					ts.Score = float64(lt.Points)
+				} else if gradedWarn != nil {
+					ts.Reason = fmt.Sprintf("No points: %q is required for grading.", gradedWarn.Title)
 				}
+			case gradedWarn != nil && credit == CreditChecks:
+				ts.Score = report.RoundPoints(float64(lt.Points) * float64(ts.Passed) / float64(ts.Checks))
+				ts.Reason = fmt.Sprintf("Points withheld for %q: graders require it.", gradedWarn.Title)
 			case gateFailed != nil:
 				ts.Reason = fmt.Sprintf("No points: %q did not pass, and the task's other checks depend on it.", gateFailed.Title)
 			default:
