@@ -11,57 +11,15 @@ import (
 // JUnit XML of a gradebook: one test suite per student, one test case per
 // task; the score is a property of the suite. It is for the instructor's
 // CI, so hidden tasks are included.
-type gradeJUnitSuites struct {
-	XMLName  xml.Name          `xml:"testsuites"`
-	Name     string            `xml:"name,attr"`
-	Tests    int               `xml:"tests,attr"`
-	Failures int               `xml:"failures,attr"`
-	Errors   int               `xml:"errors,attr"`
-	Suites   []gradeJUnitSuite `xml:"testsuite"`
-}
-
-type gradeJUnitSuite struct {
-	Name       string               `xml:"name,attr"`
-	Tests      int                  `xml:"tests,attr"`
-	Failures   int                  `xml:"failures,attr"`
-	Errors     int                  `xml:"errors,attr"`
-	Skipped    int                  `xml:"skipped,attr"`
-	Time       string               `xml:"time,attr"`
-	Timestamp  string               `xml:"timestamp,attr"`
-	Properties []gradeJUnitProperty `xml:"properties>property"`
-	Cases      []gradeJUnitCase     `xml:"testcase"`
-}
-
-type gradeJUnitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type gradeJUnitCase struct {
-	Name      string             `xml:"name,attr"`
-	Classname string             `xml:"classname,attr"`
-	Time      string             `xml:"time,attr"`
-	Failure   *gradeJUnitMessage `xml:"failure,omitempty"`
-	Error     *gradeJUnitMessage `xml:"error,omitempty"`
-	Skipped   *gradeJUnitMessage `xml:"skipped,omitempty"`
-	SystemOut string             `xml:"system-out,omitempty"`
-}
-
-type gradeJUnitMessage struct {
-	Message string `xml:"message,attr,omitempty"`
-	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
-}
-
 // WriteGradebookJUnit writes junit.xml for a gradebook.
 func WriteGradebookJUnit(w io.Writer, g *Gradebook) error {
-	all := gradeJUnitSuites{Name: "labctl grade " + g.Lab}
+	all := junitSuites{Name: "labctl grade " + g.Lab}
 	for _, s := range g.Submissions {
-		suite := gradeJUnitSuite{
+		suite := junitSuite{
 			Name:      s.Student,
 			Time:      fmt.Sprintf("%.3f", time.Duration(s.Duration).Seconds()),
 			Timestamp: s.Graded.UTC().Format(time.RFC3339),
-			Properties: []gradeJUnitProperty{
+			Properties: []junitProperty{
 				{Name: "score", Value: FormatPoints(s.Score)},
 				{Name: "max", Value: FormatPoints(s.MaxPoints)},
 				{Name: "outcome", Value: string(s.Outcome)},
@@ -69,7 +27,7 @@ func WriteGradebookJUnit(w io.Writer, g *Gradebook) error {
 			},
 		}
 		if s.Commit != "" {
-			suite.Properties = append(suite.Properties, gradeJUnitProperty{Name: "commit", Value: s.Commit})
+			suite.Properties = append(suite.Properties, junitProperty{Name: "commit", Value: s.Commit})
 		}
 		tasks := map[string]*Task{}
 		if s.Report != nil {
@@ -83,7 +41,7 @@ func WriteGradebookJUnit(w io.Writer, g *Gradebook) error {
 			if gt.Hidden {
 				name += " [hidden]"
 			}
-			jc := gradeJUnitCase{Name: name, Classname: g.Lab + "." + s.Student, Time: "0.000"}
+			jc := junitCase{Name: name, Classname: g.Lab + "." + s.Student, Time: "0.000"}
 			var text strings.Builder
 			first := ""
 			if rt := tasks[gt.ID]; rt != nil {
@@ -108,25 +66,25 @@ func WriteGradebookJUnit(w io.Writer, g *Gradebook) error {
 			}
 			switch {
 			case s.Outcome == OutcomeBuildFailed || s.Outcome == OutcomeDeployFailed:
-				jc.Error = &gradeJUnitMessage{Type: string(s.Outcome), Message: junitText(s.Message), Text: junitText(strings.Join(s.BuildErrors, "\n"))}
+				jc.Error = &junitMessage{Type: string(s.Outcome), Message: junitText(s.Message), Text: junitText(strings.Join(s.BuildErrors, "\n"))}
 				suite.Errors++
 			case s.Outcome == OutcomeError && s.Report == nil:
-				jc.Error = &gradeJUnitMessage{Type: string(s.Outcome), Message: junitText(s.Message)}
+				jc.Error = &junitMessage{Type: string(s.Outcome), Message: junitText(s.Message)}
 				suite.Errors++
 			case ts.Status == Fail:
 				if first == "" {
 					first = "failed"
 				}
-				jc.Failure = &gradeJUnitMessage{Type: "fail", Message: first, Text: text.String()}
+				jc.Failure = &junitMessage{Type: "fail", Message: first, Text: text.String()}
 				suite.Failures++
 			case ts.Status == Error:
 				if first == "" {
 					first = "could not be checked"
 				}
-				jc.Error = &gradeJUnitMessage{Type: "error", Message: first, Text: text.String()}
+				jc.Error = &junitMessage{Type: "error", Message: first, Text: text.String()}
 				suite.Errors++
 			case ts.Status == Skipped:
-				jc.Skipped = &gradeJUnitMessage{Message: "no check of this task ran", Text: text.String()}
+				jc.Skipped = &junitMessage{Message: "no check of this task ran", Text: text.String()}
 				suite.Skipped++
 			default:
 				jc.SystemOut = text.String()

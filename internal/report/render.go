@@ -200,19 +200,30 @@ func writeCheck(b *strings.Builder, st iostreams.Styles, lang string, c *Check) 
 // JUnit XML: one test suite per report, one test case per task; a task's
 // checks are the failure's text.
 type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr,omitempty"`
+	Tests    int          `xml:"tests,attr,omitempty"`
+	Failures int          `xml:"failures,attr,omitempty"`
+	Errors   int          `xml:"errors,attr,omitempty"`
+	Suites   []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      string      `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr"`
-	Cases     []junitCase `xml:"testcase"`
+	Name      string `xml:"name,attr"`
+	Tests     int    `xml:"tests,attr"`
+	Failures  int    `xml:"failures,attr"`
+	Errors    int    `xml:"errors,attr"`
+	Skipped   int    `xml:"skipped,attr"`
+	Time      string `xml:"time,attr"`
+	Timestamp string `xml:"timestamp,attr"`
+	// Properties carry grading facts (student, score) in a gradebook.
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
