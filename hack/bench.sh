@@ -43,8 +43,11 @@ done <<<"$status"
 row "memory control plane total, PSS (shared binary pages counted once)" "$pss MiB" "<= 500 MiB"
 row "memory control plane total, RSS (shared pages counted per process)" "$rss MiB" ""
 
+known_labs=$("$LABCTL" labs 2>/dev/null || true)
 for lab in lab-8.2 lab-3.4; do
-  if "$LABCTL" labs 2>/dev/null | grep -q "$lab"; then
+  # warm once (the project's packages compile on the first run), then time
+  "$LABCTL" verify "$lab" --name bench >/dev/null 2>&1 || true
+  if grep -q "$lab" <<<"$known_labs"; then
     t0=$(now)
     "$LABCTL" verify "$lab" --name bench >/dev/null 2>&1 && ok=pass || ok=FAIL
     t1=$(now)
