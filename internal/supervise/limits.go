@@ -237,11 +237,35 @@ func (e *enforcer) close() {
 		return
 	}
 	e.afterExit()
-	for i := 0; i < 50; i++ {
-		if err := os.Remove(e.cgroup); err == nil || errors.Is(err, os.ErrNotExist) {
+	waitUnpopulated(e.cgroup, time.Second)
+	_ = os.Remove(e.cgroup)
+}
+
+// waitUnpopulated waits until cgroup.events says "populated 0" (cgroup.kill
+// is asynchronous), watching the file with inotify rather than sleeping.
+func waitUnpopulated(dir string, timeout time.Duration) {
+	events := filepath.Join(dir, "cgroup.events")
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
+		return
+	}
+	deadline := time.Now().Add(timeout)
+	buf := make([]byte, 4096)
+	for {
+		raw, err := os.ReadFile(events)
+		if err != nil || strings.Contains(string(raw), "populated 0") {
 			return
 		}
-		time.Sleep(20 * time.Millisecond) // cgroup.kill is asynchronous; nothing to watch
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left/time.Millisecond)+1)
+		_, _ = unix.Read(fd, buf)
 	}
 }
 

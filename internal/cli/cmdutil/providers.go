@@ -50,6 +50,24 @@ func (p *Providers) Resolve(ctx context.Context, name string) (cluster.Provider,
 	return prov, reason, nil
 }
 
+// Select returns the provider named by a --provider value, or every
+// provider (sorted by name) for "auto": commands that act on an existing
+// cluster look for it in each.
+func (p *Providers) Select(ctx context.Context, name string) ([]cluster.Provider, error) {
+	if name != "" && name != ProviderAuto {
+		prov, _, err := p.Resolve(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return []cluster.Provider{prov}, nil
+	}
+	var all []cluster.Provider
+	for _, n := range p.Names()[1:] {
+		all = append(all, p.ByName[n])
+	}
+	return all, nil
+}
+
 // Lister is implemented by providers that can enumerate their clusters.
 type Lister interface {
 	List() ([]string, error)

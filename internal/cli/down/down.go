@@ -42,17 +42,9 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 // Run does the work of `labctl down`.
 func Run(ctx context.Context, o *Options) error {
 	s := o.f.IOStreams
-	var provs []cluster.Provider
-	if o.Provider != "" && o.Provider != cmdutil.ProviderAuto {
-		p, _, err := o.f.Providers.Resolve(ctx, o.Provider)
-		if err != nil {
-			return err
-		}
-		provs = append(provs, p)
-	} else {
-		for _, n := range o.f.Providers.Names()[1:] {
-			provs = append(provs, o.f.Providers.ByName[n])
-		}
+	provs, err := o.f.Providers.Select(ctx, o.Provider)
+	if err != nil {
+		return err
 	}
 	for _, p := range provs {
 		if _, err := p.Status(ctx, o.Name); errors.Is(err, cluster.ErrNotFound) {

@@ -44,11 +44,12 @@ func Run(ctx context.Context, o *Options) error {
 	s := o.f.IOStreams
 	st := s.Styles()
 	shown := 0
-	for _, pn := range o.f.Providers.Names()[1:] {
-		if o.Provider != "" && o.Provider != cmdutil.ProviderAuto && o.Provider != pn {
-			continue
-		}
-		p := o.f.Providers.ByName[pn]
+	provs, err := o.f.Providers.Select(ctx, o.Provider)
+	if err != nil {
+		return err
+	}
+	for _, p := range provs {
+		pn := p.Name()
 		names := []string{o.Name}
 		if o.Name == "" {
 			lister, ok := p.(cmdutil.Lister)
