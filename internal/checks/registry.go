@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -195,7 +197,9 @@ func (c *Context) Resolve(ref labs.Ref) (schema.GroupVersionResource, error) {
 }
 
 // History returns the states recorded for ref (the scenario must record
-// it), and whether it was recorded at all.
+// it), and whether it was recorded at all. It first lets the recorder catch
+// up with the object as the API server has it now, so a state another step
+// just observed is in the history.
 func (c *Context) History(ref labs.Ref) ([]Observed, bool) {
 	if c.scn == nil {
 		return nil, false
@@ -203,6 +207,15 @@ func (c *Context) History(ref labs.Ref) ([]Observed, bool) {
 	rec, ok := c.scn.recorders[ref.String()]
 	if !ok {
 		return nil, false
+	}
+	if gvr, err := c.Resolve(ref); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if cur, err := c.run.dyn.Resource(gvr).Namespace(c.run.ns).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
+			if rv, err := strconv.ParseInt(cur.GetResourceVersion(), 10, 64); err == nil {
+				rec.waitRV(ctx, rv, 2*time.Second)
+			}
+		}
+		cancel()
 	}
 	return rec.States(), true
 }

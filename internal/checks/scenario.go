@@ -237,6 +237,8 @@ type recorder struct {
 	mu     sync.Mutex
 	states []Observed
 	done   chan struct{}
+	// changed is closed (and replaced) whenever a state is added.
+	changed chan struct{}
 }
 
 // Observed is one state of a recorded object (nil Object: deleted or not
@@ -263,7 +265,7 @@ func (s *scenario) record(ctx context.Context, ref labs.Ref) (*recorder, error) 
 		return nil, err
 	}
 	res := s.r.dyn.Resource(gvr).Namespace(s.r.ns)
-	rec := &recorder{done: make(chan struct{})}
+	rec := &recorder{done: make(chan struct{}), changed: make(chan struct{})}
 	lw := nameListWatch(res, ref.Name)
 	synced := make(chan struct{})
 	var once sync.Once
@@ -302,6 +304,36 @@ func (rec *recorder) add(u *unstructured.Unstructured) {
 		u = u.DeepCopy()
 	}
 	rec.states = append(rec.states, Observed{At: time.Now(), Object: u})
+	close(rec.changed)
+	rec.changed = make(chan struct{})
+}
+
+// waitRV waits until the recorder has seen resourceVersion rv (or a later
+// one): a check that reads the history right after another step saw the
+// object must not race the recorder's own watch.
+func (rec *recorder) waitRV(ctx context.Context, rv int64, timeout time.Duration) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		rec.mu.Lock()
+		for _, o := range rec.states {
+			if o.RV() >= rv {
+				rec.mu.Unlock()
+				return
+			}
+		}
+		ch := rec.changed
+		rec.mu.Unlock()
+		select {
+		case <-ch:
+		case <-rec.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // States returns what was observed so far.
