@@ -16,12 +16,15 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/sandbox"
+	"github.com/labctl/labctl/internal/satoken"
 	"github.com/labctl/labctl/internal/supervise"
 	"github.com/labctl/labctl/internal/userr"
 )
@@ -37,6 +40,10 @@ type LocalOptions struct {
 	ReadyTimeout time.Duration
 	// Limits bound the manager's CPU time and memory (grading).
 	Limits supervise.Limits
+	// Box, when set, is the sandbox the manager is built and run in, as
+	// an unprivileged user (grading untrusted code); p must be the box's
+	// private copy.
+	Box *sandbox.Box
 }
 
 // localRecord is what the state dir remembers about a running operator.
@@ -55,8 +62,8 @@ func operatorsDir(c *cluster.Cluster) string { return filepath.Join(c.Env.StateD
 // with the project's own RBAC enforced: CRDs and everything else in
 // config/default are applied except the manager Deployment (and webhook
 // configurations, which no local Service could serve); the manager is built
-// with `go build` and run as a supervised process whose kubeconfig
-// impersonates the manager's ServiceAccount. A manager already running for
+// with `go build` and run as a supervised process whose kubeconfig holds
+// only a token of the manager's ServiceAccount (renewed by the supervisor). A manager already running for
 // the same project name is replaced.
 func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOptions) (*Operator, error) {
 	if c.Env.StateDir == "" {
@@ -114,7 +121,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		return nil, err
 	}
 	step = s.StartStep("Building the manager (go build)")
-	bin, reused, err := BuildManager(ctx, p, opts.Go)
+	bin, reused, err := BuildManager(ctx, p, BuildOptions{Go: opts.Go, Box: opts.Box})
 	if err != nil {
 		step.Fail()
 		return nil, err
@@ -130,10 +137,17 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		return nil, err
 	}
 	identity := ServiceAccountUser(rec.Namespace, rec.ServiceAccount)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeImpersonatingKubeconfig(c.Kubeconfig, kubeconfig, rec.Namespace, identity); err != nil {
-		return nil, err
+	// The manager's only credential: a token of its ServiceAccount.
+	if _, err := kube.WaitFor(ctx, c.Config, corev1.SchemeGroupVersion.WithResource("serviceaccounts"), rec.Namespace, rec.ServiceAccount, time.Minute, kube.Exists); err != nil {
+		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager's ServiceAccount %s/%s did not appear: %v", rec.Namespace, rec.ServiceAccount, err), "check config/rbac/service_account.yaml in the project")
 	}
+	kubeconfig, err := satoken.Issue(ctx, c.Config, dir, rec.Namespace, rec.ServiceAccount)
+	if err != nil {
+		return nil, userr.Wrap(err, userr.ExitFailure, "cannot issue the manager's ServiceAccount token: "+err.Error(), "run `labctl down` and `labctl up` again")
+	}
+	duties := supervise.Duties{Token: &satoken.Refresher{
+		AdminKubeconfig: c.Kubeconfig, Namespace: rec.Namespace, Name: rec.ServiceAccount, File: filepath.Join(dir, "token"),
+	}}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -142,7 +156,16 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	logFile, restartsFile := filepath.Join(dir, "manager.log"), filepath.Join(dir, "restarts")
 	_ = os.Remove(logFile)
 	_ = os.Remove(restartsFile)
-	path, args, env, err := supervise.CommandLimited(logFile, restartsFile, opts.Limits, []string{bin,
+	if opts.Box != nil {
+		spec, inBox := managerSandbox(opts.Box, bin, dir, kubeconfig)
+		raw, _ := json.Marshal(spec)
+		duties.SandboxSpec = filepath.Join(dir, "sandbox.json")
+		if err := os.WriteFile(duties.SandboxSpec, raw, 0o644); err != nil {
+			return nil, err
+		}
+		bin = inBox
+	}
+	path, args, env, err := supervise.CommandWith(logFile, restartsFile, opts.Limits, duties, []string{bin,
 		"--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=0",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port),
@@ -151,7 +174,11 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	if err != nil {
 		return nil, err
 	}
-	step = s.StartStep(fmt.Sprintf("Starting the manager as %s", identity))
+	how := identity
+	if opts.Box != nil {
+		how += fmt.Sprintf(", sandboxed as uid %d", opts.Box.UID)
+	}
+	step = s.StartStep(fmt.Sprintf("Starting the manager as %s", how))
 	_, err = proc.Start(proc.Spec{
 		Name:         "manager supervisor",
 		Path:         path,
@@ -254,13 +281,31 @@ func stopOperator(ctx context.Context, dir string) error {
 	return fmt.Errorf("operator processes under %s keep coming back", dir)
 }
 
+// BuildOptions tune BuildManager.
+type BuildOptions struct {
+	// Go is the go command (default "go").
+	Go string
+	// Box, when set, is where the project is built: the go command runs
+	// inside this sandbox as its unprivileged user (grading). The
+	// project's modules are downloaded first by the caller with `go mod
+	// download`, which runs no code of the project.
+	Box *sandbox.Box
+}
+
 // BuildManager returns the project's manager executable, built with
-// `go build` into the user's cache under a fingerprint of its sources, so a
-// new cluster or a redeploy of unchanged code skips even the link step.
-// Callers may build first (grading does) so a project that does not
-// compile costs no cluster; RunLocal then finds the binary cached.
-func BuildManager(ctx context.Context, p *Project, goCmd string) (path string, reused bool, err error) {
-	sum, err := sourceHash(p.Dir)
+// `go build` into the user's cache under a hash of its sources' contents
+// and of the Go toolchain, so a new cluster or a redeploy of unchanged
+// code skips even the link step. Cached binaries are read-only and their
+// own hash is checked before one is reused (a binary changed after it was
+// built is built again). Callers may build first (grading does) so a
+// project that does not compile costs no cluster; RunLocal then finds the
+// binary cached.
+func BuildManager(ctx context.Context, p *Project, o BuildOptions) (path string, reused bool, err error) {
+	gt, err := toolchainOf(ctx, o.Go)
+	if err != nil {
+		return "", false, err
+	}
+	sum, err := sourceHash(p.Dir, gt.id())
 	if err != nil {
 		return "", false, err
 	}
@@ -268,27 +313,81 @@ func BuildManager(ctx context.Context, p *Project, goCmd string) (path string, r
 	if err != nil {
 		return "", false, err
 	}
-	dir := filepath.Join(cache, "managers", sum[:24])
+	dir := filepath.Join(cache, "managers", sum[:32])
 	bin := filepath.Join(dir, "manager")
-	if fileExists(bin) {
+	if cachedIntact(bin) {
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now) // recently used: pruned last
 		return bin, true, nil
 	}
+	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, err
 	}
-	if err := buildManager(ctx, p, bin+".tmp", goCmd); err != nil {
+	built := bin + ".tmp"
+	if o.Box != nil {
+		built = filepath.Join(o.Box.Home(), "manager.build")
+		err = buildSandboxed(ctx, p, gt, o.Box, built)
+	} else {
+		err = buildManager(ctx, p, built, gt.goBin)
+	}
+	if err != nil {
 		_ = os.RemoveAll(dir)
 		return "", false, err
 	}
-	if err := os.Rename(bin+".tmp", bin); err != nil {
+	if err := storeManager(built, bin); err != nil {
+		_ = os.RemoveAll(dir)
 		return "", false, err
 	}
 	pruneManagers(filepath.Dir(dir), keepManagers)
 	return bin, false, nil
 }
 
+// cachedIntact: bin exists and its content still has the hash recorded
+// when it was stored.
+func cachedIntact(bin string) bool {
+	want, err := os.ReadFile(bin + ".sha256")
+	if err != nil {
+		return false
+	}
+	got, err := fileHash(bin)
+	return err == nil && got == strings.TrimSpace(string(want))
+}
+
+// storeManager copies a fresh build into the cache, read-only, with its
+// hash beside it.
+func storeManager(built, bin string) error {
+	in, err := os.Open(built)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := bin + ".tmp"
+	if tmp != built {
+		out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o555); err != nil {
+		return err
+	}
+	sum, err := fileHash(tmp)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(bin+".sha256", []byte(sum+"\n"), 0o444); err != nil {
+		return err
+	}
+	return os.Rename(tmp, bin)
+}
 // keepManagers bounds the manager cache: grading a class leaves one
 // binary per distinct submission (tens of MB each).
 const keepManagers = 24
@@ -315,18 +414,8 @@ func pruneManagers(root string, keep int) {
 	}
 }
 
-func buildManager(ctx context.Context, p *Project, out, goCmd string) error {
-	if goCmd == "" {
-		goCmd = "go"
-	}
-	goBin, err := exec.LookPath(goCmd)
-	if err != nil {
-		return userr.Env("the Go toolchain is needed to build the operator, and "+goCmd+" was not found", "install Go 1.24 or newer")
-	}
-	pkg := "./cmd"
-	if _, err := os.Stat(filepath.Join(p.Dir, "cmd", "main.go")); err != nil {
-		pkg = "." // projects scaffolded before kubebuilder v4 keep main.go at the root
-	}
+func buildManager(ctx context.Context, p *Project, out, goBin string) error {
+	pkg := mainPackage(p)
 	// -s -w: no symbol tables; the manager is never debugged from here and
 	// linking is noticeably faster.
 	cmd := exec.CommandContext(ctx, goBin, "build", "-ldflags=-s -w", "-o", out, pkg)
@@ -377,26 +466,6 @@ func FirstErrors(out string, n int) string {
 		return "go build failed"
 	}
 	return strings.Join(lines, " | ")
-}
-
-// writeImpersonatingKubeconfig derives the manager's kubeconfig from the
-// cluster's admin kubeconfig: same server and credentials, but every
-// request impersonates the ServiceAccount, so the project's RBAC applies
-// and the audit log names the operator.
-func writeImpersonatingKubeconfig(adminPath, out, namespace, user string) error {
-	cfg, err := clientcmd.LoadFromFile(adminPath)
-	if err != nil {
-		return err
-	}
-	ctx := cfg.Contexts[cfg.CurrentContext]
-	if ctx == nil {
-		return fmt.Errorf("%s has no current context", adminPath)
-	}
-	auth := cfg.AuthInfos[ctx.AuthInfo]
-	auth.Impersonate = user
-	auth.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
-	ctx.Namespace = namespace
-	return clientcmd.WriteToFile(*cfg, out)
 }
 
 // waitManagerReady polls the manager's /readyz (a process that has not

@@ -60,12 +60,14 @@ spec: {image: "postgres:14", replicas: 1, databaseName: mydb, username: admin, s
 	})
 	require.NoError(t, err, "last seen: %v", last)
 
-	// Its requests reach the API as the ServiceAccount: the audit log says so.
+	// Its requests reach the API as the ServiceAccount (its own token): the
+	// audit log says so.
 	f, err := env.Env.AuditLog(context.Background())
 	require.NoError(t, err)
 	defer f.Close()
 	raw, _ := readAll(f)
-	assert.Contains(t, raw, `"impersonatedUser":{"username":"`+op.Identity+`"`)
+	assert.Contains(t, raw, `"user":{"username":"`+op.Identity+`"`)
+	assert.NotContains(t, raw, `"impersonatedUser"`, "the manager authenticates with its token, it impersonates no one")
 
 	n, err := op.Restarts(context.Background())
 	require.NoError(t, err)

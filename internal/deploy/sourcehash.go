@@ -4,18 +4,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 )
 
-// sourceHash fingerprints what `go build` of a project reads: Go files,
-// go.mod, go.sum and embedded assets under the project (vendor included),
-// skipping bin/ and hidden directories. Files are hashed by path, size and
-// modification time, which is enough to notice any edit.
-func sourceHash(dir string) (string, error) {
+// sourceHash fingerprints what `go build` of a project reads: every file
+// under the project (vendor and embedded assets included), skipping bin/,
+// testdata/, hidden directories and tests, by path, mode and content.
+// Contents, not sizes and times: a manager cached under this key is the
+// build of exactly these sources, whoever set the files' times. toolchain
+// (the go command's version and target) is part of the key.
+func sourceHash(dir, toolchain string) (string, error) {
 	h := sha256.New()
+	fmt.Fprintf(h, "toolchain %s\n", toolchain)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -27,7 +31,7 @@ func sourceHash(dir string) (string, error) {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, "_test.go") {
+		if strings.HasSuffix(name, "_test.go") || !d.Type().IsRegular() {
 			return nil
 		}
 		info, err := d.Info()
@@ -35,10 +39,30 @@ func sourceHash(dir string) (string, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(h, "%s\x00%d\x00%d\n", rel, info.Size(), info.ModTime().UnixNano())
-		return nil
+		fmt.Fprintf(h, "%q %o %d\n", rel, info.Mode().Perm()&0o111, info.Size())
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(h, f)
+		return err
 	})
 	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// fileHash is the SHA-256 of a file's content.
+func fileHash(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func fileExists(p string) bool {

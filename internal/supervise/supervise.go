@@ -9,6 +9,8 @@
 package supervise
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +21,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/labctl/labctl/internal/sandbox"
+	"github.com/labctl/labctl/internal/satoken"
 )
 
 // EnvVar marks a process started to be a supervisor.
@@ -32,17 +37,47 @@ func Command(logFile, restartsFile string, argv []string) (path string, args []s
 
 // CommandLimited is Command for a manager bounded by lim (see Limits).
 func CommandLimited(logFile, restartsFile string, lim Limits, argv []string) (path string, args []string, env []string, err error) {
+	return CommandWith(logFile, restartsFile, lim, Duties{}, argv)
+}
+
+// Duties are what a supervisor may do besides restarting its manager.
+type Duties struct {
+	// SandboxSpec is a file holding the sandbox.Spec the manager runs in
+	// ("": the manager runs as the supervisor's user, unconfined).
+	SandboxSpec string
+	// Token, when set, is renewed before it expires (its Note is the
+	// supervisor's log).
+	Token *satoken.Refresher
+}
+
+func (d Duties) args() []string {
+	var a []string
+	if d.SandboxSpec != "" {
+		a = append(a, "--sandbox="+d.SandboxSpec)
+	}
+	if t := d.Token; t != nil {
+		a = append(a, "--token-file="+t.File, "--token-sa="+t.Namespace+"/"+t.Name, "--token-admin="+t.AdminKubeconfig)
+	}
+	return a
+}
+
+// CommandWith is CommandLimited for a supervisor with duties.
+func CommandWith(logFile, restartsFile string, lim Limits, duties Duties, argv []string) (path string, args []string, env []string, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, nil, err
 	}
 	args = append([]string{"--log=" + logFile, "--restarts=" + restartsFile}, lim.args()...)
+	args = append(args, duties.args()...)
 	args = append(append(args, "--"), argv...)
 	return self, args, []string{EnvVar + "=1"}, nil
 }
 
-// MaybeRun runs the supervisor and exits if this process is one.
+// MaybeRun runs the supervisor, or the sandbox helper (which a
+// supervisor starts its manager through), and exits if this process is
+// one of them.
 func MaybeRun() {
+	sandbox.MaybeRun()
 	if os.Getenv(EnvVar) != "1" {
 		return
 	}
@@ -65,6 +100,8 @@ func run(args []string) int {
 	var logFile, restartsFile string
 	var argv []string
 	var lim Limits
+	var box *sandbox.Spec
+	var token satoken.Refresher
 	for i, a := range args {
 		if ok, err := parseLimitArg(&lim, a); ok {
 			if err != nil {
@@ -78,6 +115,22 @@ func run(args []string) int {
 			logFile = strings.TrimPrefix(a, "--log=")
 		case strings.HasPrefix(a, "--restarts="):
 			restartsFile = strings.TrimPrefix(a, "--restarts=")
+		case strings.HasPrefix(a, "--sandbox="):
+			raw, err := os.ReadFile(strings.TrimPrefix(a, "--sandbox="))
+			box = &sandbox.Spec{}
+			if err == nil {
+				err = json.Unmarshal(raw, box)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "supervise: sandbox spec:", err)
+				return 2
+			}
+		case strings.HasPrefix(a, "--token-file="):
+			token.File = strings.TrimPrefix(a, "--token-file=")
+		case strings.HasPrefix(a, "--token-sa="):
+			token.Namespace, token.Name, _ = strings.Cut(strings.TrimPrefix(a, "--token-sa="), "/")
+		case strings.HasPrefix(a, "--token-admin="):
+			token.AdminKubeconfig = strings.TrimPrefix(a, "--token-admin=")
 		case a == "--":
 			argv = args[i+1:]
 		}
@@ -108,11 +161,18 @@ func run(args []string) int {
 		defer enf.close()
 	}
 
+	if token.File != "" {
+		token.Note = func(format string, args ...any) { note(logFile, format, args...) }
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go token.Run(ctx)
+	}
+
 	restarts := 0
 	backoff := time.Second
 	for {
 		started := time.Now()
-		cmd, exited, err := start(argv, logFile, enf)
+		cmd, exited, err := start(argv, logFile, enf, box)
 		if err != nil {
 			note(logFile, "cannot start %s: %v", argv[0], err)
 			return 1
@@ -151,14 +211,12 @@ func run(args []string) int {
 	}
 }
 
-func start(argv []string, logFile string, enf *enforcer) (*exec.Cmd, <-chan error, error) {
+func start(argv []string, logFile string, enf *enforcer, box *sandbox.Spec) (*exec.Cmd, <-chan error, error) {
 	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
 	// The manager must not outlive its supervisor (Pdeathsig), and starts
 	// inside its cgroup when limits use one.
 	attr, release, err := enf.procAttr()
@@ -166,7 +224,17 @@ func start(argv []string, logFile string, enf *enforcer) (*exec.Cmd, <-chan erro
 		return nil, nil, err
 	}
 	defer release()
-	cmd.SysProcAttr = attr
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if box != nil {
+		// Its own namespaces and uid; the manager is the namespace's
+		// first process, so everything it forks dies with it.
+		if cmd, err = box.Command(argv, attr); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		cmd.SysProcAttr = attr
+	}
+	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		return nil, nil, err
 	}

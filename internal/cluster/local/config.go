@@ -49,11 +49,21 @@ func (l layout) args(component string, p ports) []string {
 		return []string{
 			"--name=labctl",
 			"--data-dir=" + l.file("etcd"),
-			fmt.Sprintf("--listen-client-urls=http://127.0.0.1:%d", p.Etcd),
-			fmt.Sprintf("--advertise-client-urls=http://127.0.0.1:%d", p.Etcd),
-			fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", p.EtcdPeer),
-			fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", p.EtcdPeer),
-			fmt.Sprintf("--initial-cluster=labctl=http://127.0.0.1:%d", p.EtcdPeer),
+			// TLS with client certificates on both ports: a process that can
+			// connect to 127.0.0.1 (a graded manager) gets nothing from etcd.
+			fmt.Sprintf("--listen-client-urls=https://127.0.0.1:%d", p.Etcd),
+			fmt.Sprintf("--advertise-client-urls=https://127.0.0.1:%d", p.Etcd),
+			"--cert-file=" + k.path("etcd-server.crt"),
+			"--key-file=" + k.path("etcd-server.key"),
+			"--client-cert-auth=true",
+			"--trusted-ca-file=" + k.path("ca.crt"),
+			fmt.Sprintf("--listen-peer-urls=https://127.0.0.1:%d", p.EtcdPeer),
+			fmt.Sprintf("--initial-advertise-peer-urls=https://127.0.0.1:%d", p.EtcdPeer),
+			fmt.Sprintf("--initial-cluster=labctl=https://127.0.0.1:%d", p.EtcdPeer),
+			"--peer-cert-file=" + k.path("etcd-server.crt"),
+			"--peer-key-file=" + k.path("etcd-server.key"),
+			"--peer-client-cert-auth=true",
+			"--peer-trusted-ca-file=" + k.path("ca.crt"),
 			"--unsafe-no-fsync=true",
 			"--quota-backend-bytes=1073741824",
 			"--snapshot-count=5000",
@@ -61,7 +71,12 @@ func (l layout) args(component string, p ports) []string {
 		}
 	case "kube-apiserver":
 		return []string{
-			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", p.Etcd),
+			fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", p.Etcd),
+			"--etcd-cafile=" + k.path("ca.crt"),
+			"--etcd-certfile=" + k.path("etcd-client.crt"),
+			"--etcd-keyfile=" + k.path("etcd-client.key"),
+			// Every request needs a certificate or a token.
+			"--anonymous-auth=false",
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
 			fmt.Sprintf("--secure-port=%d", p.APIServer),

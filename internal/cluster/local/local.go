@@ -180,8 +180,13 @@ func (p *Provider) binaries(ctx context.Context, s *iostreams.IOStreams, step *i
 
 func (p *Provider) prepare(dir string) error {
 	l := layout{dir: dir}
+	// Only labctl's user may enter a cluster's directory: it holds the
+	// PKI, admin kubeconfigs, etcd's data and the audit log.
 	for _, d := range []string{dir, l.file("logs"), l.file("kubeconfigs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
 			return err
 		}
 	}
@@ -309,7 +314,11 @@ func (p *Provider) start(ctx context.Context, s *iostreams.IOStreams, step *iost
 	if err := launch("etcd"); err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/health", st.Ports.Etcd), nil); err != nil {
+	etcdTLS, err := clientTLS(l, "etcd-client")
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/health", st.Ports.Etcd), etcdTLS); err != nil {
 		return cause(p.timeoutError(l, "etcd", err))
 	}
 	step.Update("kube-apiserver")
@@ -456,9 +465,12 @@ func waitHTTP(ctx context.Context, url string, tlsCfg *tls.Config) error {
 	}
 }
 
-func adminTLS(l layout) (*tls.Config, error) {
+func adminTLS(l layout) (*tls.Config, error) { return clientTLS(l, "admin") }
+
+// clientTLS authenticates with the pki's pair name.{crt,key}.
+func clientTLS(l layout, name string) (*tls.Config, error) {
 	k := l.pki()
-	cert, err := tls.LoadX509KeyPair(k.path("admin.crt"), k.path("admin.key"))
+	cert, err := tls.LoadX509KeyPair(k.path(name+".crt"), k.path(name+".key"))
 	if err != nil {
 		return nil, err
 	}

@@ -40,15 +40,20 @@ var clientUsers = map[string]string{
 	"kwok":      userKwok,
 }
 
-// generate writes ca.{crt,key}, apiserver.{crt,key}, sa.{key,pub} and a
-// client pair per entry in clientUsers. Existing files are kept (a restart
-// after reboot must reuse them, or old tokens and kubeconfigs break).
+// generate writes ca.{crt,key}, apiserver.{crt,key}, the etcd server and
+// client pairs, sa.{key,pub} and a client pair per entry in clientUsers,
+// all readable only by their owner. Existing files are kept (a restart
+// after reboot must reuse them, or old tokens and kubeconfigs break);
+// pairs missing from an older cluster's set are issued by its CA.
 func (p pki) generate() error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
+	if err := os.Chmod(p.dir, 0o700); err != nil {
+		return err
+	}
 	if _, err := os.Stat(p.path("ca.crt")); err == nil {
-		return nil
+		return p.complete()
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -69,34 +74,8 @@ func (p pki) generate() error {
 		return err
 	}
 	ca, _ := x509.ParseCertificate(caDER)
-
-	issue := func(name string, tmpl *x509.Certificate) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl.SerialNumber = serial()
-		tmpl.NotBefore, tmpl.NotAfter = now, now.AddDate(10, 0, 0)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-		if err != nil {
-			return err
-		}
-		return writePair(p.path(name), der, key)
-	}
-	if err := issue("apiserver", &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("10.0.0.1")},
-	}); err != nil {
-		return err
-	}
-	for file, user := range clientUsers {
-		if err := issue(file, &x509.Certificate{
-			Subject:     pkix.Name{CommonName: user, Organization: []string{"system:masters"}},
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}); err != nil {
+	for name, tmpl := range p.leaves() {
+		if err := p.issue(ca, caKey, name, tmpl); err != nil {
 			return err
 		}
 	}
@@ -119,6 +98,100 @@ func (p pki) generate() error {
 	}
 	// ca.crt last: its presence marks a complete set.
 	return os.WriteFile(p.path("ca.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600)
+}
+
+// leaves are the certificates the CA issues, by file name.
+func (p pki) leaves() map[string]*x509.Certificate {
+	local := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
+	out := map[string]*x509.Certificate{
+		"apiserver": {
+			Subject:     pkix.Name{CommonName: "kube-apiserver"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+			IPAddresses: append(local, net.ParseIP("10.0.0.1")),
+		},
+		// etcd accepts only clients with a certificate of this CA: nothing
+		// but the API server (and labctl's health check) reaches it.
+		"etcd-server": {
+			Subject:     pkix.Name{CommonName: "etcd"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+			DNSNames:    []string{"localhost"},
+			IPAddresses: local,
+		},
+		"etcd-client": {
+			Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		},
+	}
+	for file, user := range clientUsers {
+		out[file] = &x509.Certificate{
+			Subject:     pkix.Name{CommonName: user, Organization: []string{"system:masters"}},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+	}
+	return out
+}
+
+// complete issues the pairs an existing set lacks.
+func (p pki) complete() error {
+	var missing []string
+	for name := range p.leaves() {
+		if _, err := os.Stat(p.path(name + ".crt")); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	caPEM, err := os.ReadFile(p.path("ca.crt"))
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(p.path("ca.key"))
+	if err != nil {
+		return err
+	}
+	cb, _ := pem.Decode(caPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return fmt.Errorf("%s: unreadable CA", p.dir)
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return err
+	}
+	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("%s: the CA key cannot sign", p.dir)
+	}
+	leaves := p.leaves()
+	for _, name := range missing {
+		if err := p.issue(ca, signer, name, leaves[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// issue writes name.{crt,key}: a new key certified by ca.
+func (p pki) issue(ca *x509.Certificate, caKey crypto.Signer, name string, tmpl *x509.Certificate) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now().Add(-time.Hour)
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore, tmpl.NotAfter = now, now.AddDate(10, 0, 0)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return err
+	}
+	return writePair(p.path(name), der, key)
 }
 
 func serial() *big.Int {

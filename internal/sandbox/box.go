@@ -1,0 +1,203 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// UID range of sandboxes: far above any account's uid, no /etc/passwd
+// entry needed. Each submission gets its own, so no two sandboxes share
+// files or can signal each other.
+const (
+	uidBase = 1_900_000_000
+	uidSpan = 100_000_000
+)
+
+// UIDFor is the sandbox uid (and gid) of a key (a grading run's work
+// directory and a student).
+func UIDFor(key string) int {
+	h := fnv.New32a()
+	_, _ = io.WriteString(h, key)
+	return uidBase + int(h.Sum32()%uidSpan)
+}
+
+// Box is one submission's sandbox on disk, under Root (root-owned):
+//
+//	src/      the private copy of the submission, owned by root, read-only to the sandbox
+//	home/     the sandbox's HOME and scratch, owned by the sandbox's uid
+//	gocache/  the upper layer of its Go build cache (see GoCache)
+type Box struct {
+	Root string
+	UID  int
+	GID  int
+	// Hide is what every spec of this box hides (see Spec.Hide).
+	Hide []string
+}
+
+// Src is the private copy of the submission.
+func (b *Box) Src() string { return filepath.Join(b.Root, "src") }
+
+// Home is the sandbox's home directory, writable by it.
+func (b *Box) Home() string { return filepath.Join(b.Root, "home") }
+
+// NewBox creates the box's directories. The root is root-owned and
+// readable (the sandbox must traverse it), home belongs to the uid.
+func NewBox(root string, uid int, hide []string) (*Box, error) {
+	b := &Box{Root: root, UID: uid, GID: uid, Hide: hide}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(b.Home(), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chown(b.Home(), uid, uid); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Spec is a spec for a command of this box: its environment (HOME and
+// TMPDIR set here), the box's hidden paths, a private /tmp, and binds:
+// the private copy (read-only), home (writable) and extra.
+func (b *Box) Spec(dir string, env []string, extra ...Bind) *Spec {
+	binds := append([]Bind{
+		{Src: b.Src(), Dst: b.Src()},
+		{Src: b.Home(), Dst: b.Home(), Writable: true},
+	}, extra...)
+	return &Spec{
+		UID: b.UID, GID: b.GID, Dir: dir,
+		Env:     append([]string{"HOME=" + b.Home(), "TMPDIR=/tmp", "LANG=C.UTF-8"}, env...),
+		Hide:    b.Hide,
+		Scratch: []string{"/tmp", "/var/tmp", "/dev/shm"},
+		Binds:   binds,
+	}
+}
+
+// GoCache returns an overlay that shares the grader's Go build cache
+// (lower, read-only: the sandbox cannot poison it) with writes going to
+// the box, and the GOCACHE path inside the sandbox. The upper layer
+// holds the cache's 256 directories, owned by the sandbox, so the go
+// command can add entries.
+func (b *Box) GoCache(lower string) (Overlay, string, error) {
+	upper, work := filepath.Join(b.Root, "gocache", "upper"), filepath.Join(b.Root, "gocache", "work")
+	for _, d := range []string{upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Overlay{}, "", err
+		}
+	}
+	for i := 0; i < 256; i++ {
+		d := filepath.Join(upper, fmt.Sprintf("%02x", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Overlay{}, "", err
+		}
+		if err := os.Chown(d, b.UID, b.GID); err != nil {
+			return Overlay{}, "", err
+		}
+	}
+	if err := os.Chown(upper, b.UID, b.GID); err != nil {
+		return Overlay{}, "", err
+	}
+	dst := filepath.Join(b.Home(), ".cache", "go-build")
+	return Overlay{Lower: lower, Upper: upper, Work: work, Dst: dst}, dst, nil
+}
+
+// Remove deletes the box (files the sandbox created included).
+func (b *Box) Remove() error { return os.RemoveAll(b.Root) }
+
+// CopyTree copies a submission into dst: directories and regular files
+// only (no symbolic links, devices or sockets, so nothing in the copy
+// points outside it), without .git and bin/, owned by the caller and
+// read-only to everyone else. At most maxBytes are copied.
+func CopyTree(src, dst string, maxBytes int64) error {
+	var total int64
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			if rel != "." && (d.Name() == ".git" || rel == "bin") {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if total += info.Size(); total > maxBytes {
+			return fmt.Errorf("the submission is larger than %d MiB", maxBytes>>20)
+		}
+		mode := os.FileMode(0o644)
+		if info.Mode()&0o111 != 0 {
+			mode = 0o755
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+		return os.Chtimes(target, info.ModTime(), info.ModTime())
+	})
+}
+
+// Support says whether this machine can sandbox, and if not, why.
+type Support struct {
+	OK     bool
+	Reason string // what is missing, when !OK
+	// Overlay: overlayfs works, so builds share the grader's Go cache.
+	Overlay bool
+}
+
+// Probe checks what sandboxing needs: root (to switch to a sandbox uid)
+// and mount and pid namespaces (a trivial command is started in them).
+func Probe() Support {
+	if os.Geteuid() != 0 {
+		return Support{Reason: "labctl is not running as root, so it cannot run submissions as other users (run grade with sudo)"}
+	}
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		return Support{Reason: "no `true` command to probe namespaces with"}
+	}
+	cmd := exec.Command(truePath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: Cloneflags}
+	if err := cmd.Run(); err != nil {
+		return Support{Reason: fmt.Sprintf("cannot create mount and pid namespaces (%v); a container may need --privileged or CAP_SYS_ADMIN", err)}
+	}
+	return Support{OK: true, Overlay: OverlaySupported()}
+}
+
+// OverlaySupported reports whether the kernel offers overlayfs.
+func OverlaySupported() bool {
+	raw, err := os.ReadFile("/proc/filesystems")
+	return err == nil && strings.Contains(string(raw), "\toverlay\n")
+}
+
+// ErrUnsupported is returned where sandboxing is needed and impossible.
+var ErrUnsupported = errors.New("sandboxing is not possible here")

@@ -1,0 +1,292 @@
+// Package sandbox runs untrusted code (a student's build and manager) as
+// an unprivileged user in its own mount and pid namespaces, where only
+// what the grader binds in is visible: the submission's private copy, a
+// scratch home, the manager's kubeconfig. Everything else that holds
+// secrets or results (the grader's home with ~/.kube and labctl's caches,
+// the grading work and output directories, other submissions, every
+// cluster's PKI and state) is covered by empty read-only file systems.
+//
+// The kernel does the work; no external tool is needed. The sandboxed
+// command is started through the labctl executable itself (or a test
+// binary) re-executed with LABCTL_SANDBOX set: that helper runs as root in
+// the new namespaces, sets up the mounts, drops to the sandbox's uid
+// (no capabilities, no_new_privs) and executes the command. Programs that
+// may start one call MaybeRun first thing (supervise.MaybeRun does).
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvVar carries a Spec (JSON) to the helper process.
+const EnvVar = "LABCTL_SANDBOX"
+
+// Spec is what a sandboxed command is and sees.
+type Spec struct {
+	// UID and GID the command runs as (never 0).
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Dir is the working directory (inside the sandbox's view).
+	Dir string `json:"dir"`
+	// Env is the command's whole environment: nothing of the caller's
+	// is inherited.
+	Env []string `json:"env"`
+	// Hide lists directories covered with an empty read-only tmpfs and
+	// files covered with /dev/null. Missing paths are skipped.
+	Hide []string `json:"hide,omitempty"`
+	// Scratch lists directories replaced by an empty writable tmpfs
+	// private to this sandbox (/tmp).
+	Scratch []string `json:"scratch,omitempty"`
+	// Binds make paths visible again after hiding (same or other place).
+	Binds []Bind `json:"binds,omitempty"`
+	// Overlays mount Lower read-only under a writable Upper at Dst.
+	Overlays []Overlay `json:"overlays,omitempty"`
+}
+
+// Bind mounts Src at Dst, read-only unless Writable.
+type Bind struct {
+	Src      string `json:"src"`
+	Dst      string `json:"dst"`
+	Writable bool   `json:"writable,omitempty"`
+}
+
+// Overlay shares a directory (a build cache) without letting the sandbox
+// change it: writes land in Upper. Work is overlayfs's work directory, on
+// the same file system as Upper.
+type Overlay struct {
+	Lower string `json:"lower"`
+	Upper string `json:"upper"`
+	Work  string `json:"work"`
+	Dst   string `json:"dst"`
+}
+
+// Cloneflags are the namespaces every sandboxed command gets.
+const Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+
+// Command returns argv run in the sandbox: the helper (this executable)
+// in new mount and pid namespaces, in its own process group, killed when
+// its parent dies. attr may carry more (a cgroup); nil is fine.
+func (s *Spec) Command(argv []string, attr *syscall.SysProcAttr) (*exec.Cmd, error) {
+	if s.UID <= 0 || s.GID <= 0 {
+		return nil, errors.New("sandbox: a sandbox needs a non-root uid and gid")
+	}
+	if len(argv) == 0 {
+		return nil, errors.New("sandbox: nothing to run")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	spec := *s
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, argv...)
+	cmd.Env = []string{EnvVar + "=" + string(raw)}
+	if attr == nil {
+		attr = &syscall.SysProcAttr{}
+	}
+	attr.Cloneflags |= Cloneflags
+	attr.Setpgid = true
+	attr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr = attr
+	return cmd, nil
+}
+
+// MaybeRun is the helper: when this process was started by Command it
+// sets the sandbox up, executes the command and never returns (exit 126
+// when the set-up fails, with the reason on stderr).
+func MaybeRun() {
+	raw, ok := os.LookupEnv(EnvVar)
+	if !ok {
+		return
+	}
+	var s Spec
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		fail(fmt.Errorf("bad spec: %w", err))
+	}
+	if err := s.enter(os.Args[1:]); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "labctl sandbox:", err)
+	os.Exit(126)
+}
+
+// enter builds the mount table, drops privileges and executes argv.
+func (s *Spec) enter(argv []string) error {
+	if len(argv) == 0 || s.UID <= 0 || s.GID <= 0 {
+		return errors.New("no command or no unprivileged uid")
+	}
+	// Nothing mounted here propagates back to the machine.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	// Sources are opened before anything is hidden: binds re-expose parts
+	// of hidden trees through these descriptors.
+	open := func(p string) (string, error) {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("open %s: %w", p, err)
+		}
+		return fmt.Sprintf("/proc/self/fd/%d", fd), nil
+	}
+	bindSrc := make([]string, len(s.Binds))
+	for i, b := range s.Binds {
+		var err error
+		if bindSrc[i], err = open(b.Src); err != nil {
+			return err
+		}
+	}
+	lowerSrc := make([]string, len(s.Overlays))
+	for i, o := range s.Overlays {
+		var err error
+		if lowerSrc[i], err = open(o.Lower); err != nil {
+			return err
+		}
+	}
+
+	hide := slices.Clone(s.Hide)
+	slices.SortFunc(hide, byDepth)
+	for _, p := range hide {
+		info, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if info.IsDir() {
+			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m")
+		} else {
+			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
+	for _, p := range s.Scratch {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=512m"); err != nil {
+			return fmt.Errorf("scratch %s: %w", p, err)
+		}
+	}
+	order := make([]int, len(s.Binds))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return byDepth(s.Binds[a].Dst, s.Binds[b].Dst) })
+	for _, i := range order {
+		b := s.Binds[i]
+		if err := mountPoint(b.Dst, b.Src); err != nil {
+			return err
+		}
+		if err := unix.Mount(bindSrc[i], b.Dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", b.Dst, err)
+		}
+		if !b.Writable {
+			if err := unix.Mount("", b.Dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+				return fmt.Errorf("make %s read-only: %w", b.Dst, err)
+			}
+		}
+	}
+	for i, o := range s.Overlays {
+		if err := os.MkdirAll(o.Dst, 0o755); err != nil {
+			return err
+		}
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lowerSrc[i], o.Upper, o.Work)
+		if err := unix.Mount("overlay", o.Dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("overlay %s: %w", o.Dst, err)
+		}
+	}
+	// A /proc of the new pid namespace: the command sees only its own
+	// processes, so it can signal nothing of the grader's.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+
+	path, err := lookPath(argv[0], s.Env)
+	if err != nil {
+		return err
+	}
+	if s.Dir != "" {
+		if err := os.Chdir(s.Dir); err != nil {
+			return err
+		}
+	}
+	// Drop root: no supplementary groups, the sandbox's gid and uid (all
+	// capabilities go with uid 0), and no way back through set-uid
+	// programs.
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setresgid(s.GID, s.GID, s.GID); err != nil {
+		return fmt.Errorf("setgid: %w", err)
+	}
+	if err := syscall.Setresuid(s.UID, s.UID, s.UID); err != nil {
+		return fmt.Errorf("setuid: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	// A change of credentials clears the parent-death signal: set it again.
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
+	return syscall.Exec(path, argv, s.Env)
+}
+
+// mountPoint makes sure dst exists as a directory or a file, like src.
+func mountPoint(dst, src string) error {
+	info, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if info.IsDir() {
+		return os.MkdirAll(dst, 0o755)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o444)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// byDepth orders paths parents first.
+func byDepth(a, b string) int {
+	return strings.Count(filepath.Clean(a), "/") - strings.Count(filepath.Clean(b), "/")
+}
+
+// lookPath resolves a command name on the sandbox's PATH.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range filepath.SplitList(v) {
+				p := filepath.Join(dir, name)
+				if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("%s not found on the sandbox's PATH", name)
+}
