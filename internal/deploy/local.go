@@ -388,6 +388,7 @@ func storeManager(built, bin string) error {
 	}
 	return os.Rename(tmp, bin)
 }
+
 // keepManagers bounds the manager cache: grading a class leaves one
 // binary per distinct submission (tens of MB each).
 const keepManagers = 24
