@@ -45,15 +45,42 @@ func LoadProject(dir string) (*Project, error) {
 				"point --project at the directory where you ran `kubebuilder init` (it has PROJECT, go.mod and config/)")
 		}
 	}
-	p := &Project{Dir: abs, Name: filepath.Base(abs)}
+	name := filepath.Base(abs)
 	if raw, err := os.ReadFile(filepath.Join(abs, "PROJECT")); err == nil {
 		for _, line := range strings.Split(string(raw), "\n") {
 			if v, ok := strings.CutPrefix(line, "projectName:"); ok {
-				p.Name = strings.TrimSpace(v)
+				name = strings.Trim(strings.TrimSpace(v), `"'`)
 			}
 		}
 	}
-	return p, nil
+	return &Project{Dir: abs, Name: SafeName(name)}, nil
+}
+
+// SafeName turns a project name (from PROJECT, which the project's
+// author controls) into one that is safe as a single path element and a
+// label: lowercase letters, digits and '-', at most 63, never empty. A
+// name like "../../.." cannot lead a directory out of labctl's state.
+func SafeName(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimRight(b.String(), "-")
+	if len(out) > 63 {
+		out = strings.TrimRight(out[:63], "-")
+	}
+	if out == "" {
+		return "operator"
+	}
+	return out
 }
 
 // Render builds config/default with the kustomize library (no kustomize or

@@ -29,6 +29,7 @@ import (
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/report"
+	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/supervise"
 	"github.com/labctl/labctl/internal/userr"
 )
@@ -91,6 +92,12 @@ type Options struct {
 	Git string
 	// Go is the go command used to build managers (default "go").
 	Go string
+	// UnsafeNoSandbox builds and runs submissions as the grader's own
+	// user, unconfined (only for machines that cannot sandbox; see
+	// sandbox.Probe). By default each submission is built and run as its
+	// own unprivileged user in its own namespaces, and Run refuses when
+	// that is not possible.
+	UnsafeNoSandbox bool
 }
 
 // DefaultJobs is what the machine can grade at once: a core and 512 MiB of
@@ -168,6 +175,12 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	if o.OutDir == "" {
 		o.OutDir = "grades-" + o.Lab.ID
 	}
+	if !o.UnsafeNoSandbox {
+		if sup := sandbox.Probe(); !sup.OK {
+			return nil, userr.Env("cannot sandbox the submissions: "+sup.Reason,
+				"grade as root on a machine with mount and pid namespaces (`labctl doctor` tells), or pass --unsafe-no-sandbox to run the students' code unconfined, as you")
+		}
+	}
 	out, err := openOutputs(o.OutDir, o.Lab, o.Lang, o.Credit, o.RevealHidden)
 	if err != nil {
 		return nil, err
@@ -179,8 +192,14 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 		}
 		defer os.RemoveAll(work)
 	}
+	if work, err = filepath.Abs(work); err != nil {
+		return nil, err
+	}
 
 	s := o.Streams
+	if o.UnsafeNoSandbox {
+		fmt.Fprintln(s.ErrOut, "WARNING: --unsafe-no-sandbox: the submissions' code runs as you, unconfined; a hostile submission can change its grade or anyone's.")
+	}
 	limits := "no limits"
 	if !o.Limits.IsZero() {
 		limits = describeLimits(o.Limits)
@@ -189,6 +208,9 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 		len(o.Submissions), o.Lab.ID, o.Jobs, limits, o.Timeout)
 
 	g := &grader{o: o, out: out, work: work, checks: checks.CountChecks(o.Lab, nil)}
+	if !o.UnsafeNoSandbox {
+		g.hide = hiddenFromSubmissions(work, o.OutDir, o.Submissions)
+	}
 	g.progress = newProgress(s, o.Submissions)
 	defer g.progress.stop()
 
@@ -274,6 +296,27 @@ type grader struct {
 	work     string
 	checks   int
 	progress *progress
+	// hide is what no sandbox sees (nil: no sandboxes).
+	hide []string
+}
+
+// hiddenFromSubmissions lists what a submission's sandbox covers: the
+// grader's secrets, the work directory (every submission's copy and
+// cluster), the output directory and every submission's source.
+func hiddenFromSubmissions(work, outDir string, subs []Submission) []string {
+	hide := append(sandbox.GraderSecrets(), work)
+	if abs, err := filepath.Abs(outDir); err == nil {
+		hide = append(hide, abs)
+	}
+	for _, s := range subs {
+		if s.Dir != "" {
+			hide = append(hide, s.Dir)
+		}
+		if s.Repo != "" && isLocalPath(s.Repo) {
+			hide = append(hide, s.Repo)
+		}
+	}
+	return hide
 }
 
 // one grades one submission. It returns nil when the run was interrupted
@@ -339,6 +382,16 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		res.Commit = commit
 		project = filepath.Join(dir, "src")
 	}
+	var box *sandbox.Box
+	if g.hide != nil {
+		// The submission is built and run from a private copy (regular
+		// files only), as its own unprivileged user.
+		var err error
+		if box, err = g.newBox(dir, sub.Student, project); err != nil {
+			return failWith(report.OutcomeError, fmt.Errorf("cannot prepare its sandbox: %w", err))
+		}
+		project = box.Src()
+	}
 	p, err := deploy.LoadProject(project)
 	if err != nil {
 		return failWith(report.OutcomeError, err)
@@ -375,6 +428,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		TiedToParent: true,
 		ReadyTimeout: g.o.ManagerReadyTimeout,
 		Limits:       g.o.Limits,
+		Box:          box,
 	})
 	phase("deploy", t)
 	var buildErr *deploy.BuildError
@@ -457,6 +511,22 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		}
 	}
 	return finish()
+}
+
+// maxSubmissionBytes bounds a submission's private copy.
+const maxSubmissionBytes = 512 << 20
+
+// newBox creates a submission's sandbox under dir, with its own uid and a
+// private copy of the project.
+func (g *grader) newBox(dir, student, project string) (*sandbox.Box, error) {
+	box, err := sandbox.NewBox(filepath.Join(dir, "sandbox"), sandbox.UIDFor(g.work+"\x00"+student), g.hide)
+	if err != nil {
+		return nil, err
+	}
+	if err := sandbox.CopyTree(project, box.Src(), maxSubmissionBytes); err != nil {
+		return nil, err
+	}
+	return box, nil
 }
 
 // clusterName names every submission's cluster (each under its own state

@@ -201,3 +201,25 @@ func OverlaySupported() bool {
 
 // ErrUnsupported is returned where sandboxing is needed and impossible.
 var ErrUnsupported = errors.New("sandboxing is not possible here")
+
+// GraderSecrets are the places of a grading machine a submission must not
+// see: every home directory (the grader's ~/.kube, labctl's caches and
+// cluster state, SSH keys), mounted media, and wherever the grader's own
+// KUBECONFIG and labctl's XDG directories point.
+func GraderSecrets() []string {
+	hide := []string{"/root", "/home", "/mnt", "/media", "/srv", "/run/user"}
+	if home, err := os.UserHomeDir(); err == nil {
+		hide = append(hide, home)
+	}
+	for _, v := range []string{"XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"} {
+		if d := os.Getenv(v); d != "" {
+			hide = append(hide, d)
+		}
+	}
+	for _, kc := range filepath.SplitList(os.Getenv("KUBECONFIG")) {
+		if kc != "" {
+			hide = append(hide, kc)
+		}
+	}
+	return hide
+}

@@ -638,6 +638,9 @@ func (p *Provider) clusterFor(dir string, st *state) (*cluster.Cluster, error) {
 
 // Get implements cluster.Provider.
 func (p *Provider) Get(ctx context.Context, name string) (*cluster.Cluster, error) {
+	if err := cluster.ValidateName(name); err != nil {
+		return nil, userr.Usage(err.Error(), "pass the name given to `labctl up --name`")
+	}
 	dir := p.Dir(name)
 	st, err := loadState(dir)
 	if errors.Is(err, errNoState) {
@@ -719,6 +722,9 @@ func stopAll(ctx context.Context, dir string) error {
 
 // Status implements cluster.Provider.
 func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, error) {
+	if err := cluster.ValidateName(name); err != nil {
+		return nil, userr.Usage(err.Error(), "pass the name given to `labctl up --name`")
+	}
 	dir := p.Dir(name)
 	st, err := loadState(dir)
 	if errors.Is(err, errNoState) {
