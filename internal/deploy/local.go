@@ -179,7 +179,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		how += fmt.Sprintf(", sandboxed as uid %d", opts.Box.UID)
 	}
 	step = s.StartStep(fmt.Sprintf("Starting the manager as %s", how))
-	_, err = proc.Start(proc.Spec{
+	sup, err := proc.Start(proc.Spec{
 		Name:         "manager supervisor",
 		Path:         path,
 		Args:         args,
@@ -189,6 +189,10 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		TiedToParent: opts.TiedToParent,
 	})
 	if err != nil {
+		step.Fail()
+		return nil, err
+	}
+	if err := proc.SaveRecord(filepath.Join(dir, proc.SupervisorRecord), sup.Record()); err != nil {
 		step.Fail()
 		return nil, err
 	}
@@ -252,7 +256,7 @@ func CurrentLocal(c *cluster.Cluster) (*Operator, error) {
 		if json.Unmarshal(raw, &rec) != nil {
 			continue
 		}
-		if procs, _ := proc.Find(dir); len(procs) == 0 {
+		if !supervised(dir) {
 			continue
 		}
 		return operatorFor(&Project{Dir: rec.ProjectDir, Name: rec.Name}, rec, dir), nil
@@ -265,20 +269,28 @@ func StopLocal(ctx context.Context, c *cluster.Cluster) error {
 	return stopOperator(ctx, operatorsDir(c))
 }
 
+// stopOperator stops the supervisors recorded in dir (an operator's
+// directory) or in its subdirectories (all operators of a cluster); each
+// stops its manager first.
 func stopOperator(ctx context.Context, dir string) error {
-	// Supervisors restart managers: repeat until nothing is left.
-	for pass := 0; pass < 5; pass++ {
-		procs, err := proc.Find(dir)
-		if err != nil || len(procs) == 0 {
+	recs := append(proc.LoadRecords(filepath.Join(dir, proc.SupervisorRecord)),
+		proc.LoadRecords(filepath.Join(dir, "*", proc.SupervisorRecord))...)
+	for _, r := range recs {
+		if err := proc.StopRecord(ctx, r, 15*time.Second); err != nil {
 			return err
 		}
-		for _, pr := range procs {
-			if err := proc.Stop(ctx, pr.PID, 10*time.Second); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// supervised: the operator in dir has a running supervisor.
+func supervised(dir string) bool {
+	for _, r := range proc.LoadRecords(filepath.Join(dir, proc.SupervisorRecord)) {
+		if r.Alive() {
+			return true
 		}
 	}
-	return fmt.Errorf("operator processes under %s keep coming back", dir)
+	return false
 }
 
 // BuildOptions tune BuildManager.

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -115,10 +116,13 @@ func buildSandboxed(ctx context.Context, p *Project, t *toolchain, box *sandbox.
 	}
 	buf.Reset()
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	cmd.Cancel = func() error { return cmd.Process.Kill() }
 	if err := startAndWait(ctx, cmd); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			return err
 		}
 		if strings.Contains(buf.String(), "labctl sandbox:") {
 			return userr.Env("cannot set up the sandbox to build in: "+strings.TrimSpace(buf.String()), "run `labctl doctor`; or grade with --unsafe-no-sandbox (the submission then runs unconfined)")

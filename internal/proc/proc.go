@@ -1,8 +1,8 @@
 // Package proc starts and stops the background processes labctl owns (the
-// local control plane, operator managers). A process belongs to a state
-// directory when that directory's path appears in its command line, so
-// labctl finds its processes again after it exits, after a crash, or when
-// the pid files are gone or corrupt.
+// local control plane, operator managers). labctl remembers each one as a
+// Record (pid and start time) in its state files and stops only processes
+// that match a record: a pid reused by another program, or a user's
+// `tail -f` of a log, is never touched.
 package proc
 
 import (
@@ -49,6 +49,105 @@ type Running struct {
 	err    error
 }
 
+// Record returns what identifies the process later.
+func (r *Running) Record() Record {
+	st, _ := StartTime(r.PID)
+	return Record{PID: r.PID, Start: st}
+}
+
+// Record identifies a process labctl started: its pid and its start time
+// (clock ticks after boot, field 22 of /proc/PID/stat), which together
+// never name another process, even after the pid is reused.
+type Record struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`
+}
+
+// Alive reports whether the recorded process still runs (not a zombie).
+func (r Record) Alive() bool {
+	if r.PID <= 0 || !Alive(r.PID) {
+		return false
+	}
+	st, err := StartTime(r.PID)
+	return err == nil && st == r.Start
+}
+
+// StartTime reads a process's start time from /proc/PID/stat.
+func StartTime(pid int) (uint64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesised command name (which may hold spaces)
+	// start with field 3 (state); starttime is field 22.
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// StopRecord stops the recorded process as Stop does, if it is still the
+// same process; anything else with that pid is left alone. The check
+// happens after a pidfd is opened, so the pid cannot be reused between
+// the check and the signal.
+func StopRecord(ctx context.Context, r Record, grace time.Duration) error {
+	if r.PID <= 0 {
+		return nil
+	}
+	fd, err := unix.PidfdOpen(r.PID, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return nil
+		}
+		if !r.Alive() {
+			return nil
+		}
+		return stopWithoutPidfd(ctx, r.PID, grace)
+	}
+	defer unix.Close(fd)
+	if !r.Alive() {
+		return nil
+	}
+	_ = unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
+	if waitPidfd(ctx, fd, grace) {
+		return nil
+	}
+	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	if waitPidfd(ctx, fd, 5*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("process %d did not exit after SIGKILL", r.PID)
+}
+
+// KillUID kills every process of uid (a sandbox's own user, which
+// nothing else runs as) and returns how many there were.
+func KillUID(uid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name()), &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Err is the process's exit error once Exited is closed.
 func (r *Running) Err() error { return r.err }
 
@@ -85,7 +184,8 @@ func Start(spec Spec) (*Running, error) {
 	return r, nil
 }
 
-// Find lists the processes whose command line mentions dir.
+// Find lists the processes whose command line mentions dir. Tests use it
+// to prove nothing is left; labctl itself stops processes by Record only.
 func Find(dir string) ([]Process, error) {
 	dir = filepath.Clean(dir)
 	entries, err := os.ReadDir("/proc")
@@ -251,4 +351,36 @@ func Tail(path string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// SupervisorRecord is the record file of an operator's supervisor, in
+// the operator's directory under a local cluster's operators/.
+const SupervisorRecord = "supervisor.json"
+
+// SaveRecord writes a record file (atomically).
+func SaveRecord(path string, r Record) error {
+	raw := fmt.Sprintf("{\"pid\":%d,\"start\":%d}\n", r.PID, r.Start)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(raw), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// LoadRecords reads the record files matching a glob pattern; unreadable
+// ones are skipped (they name no process labctl could recognise).
+func LoadRecords(pattern string) []Record {
+	paths, _ := filepath.Glob(pattern)
+	var out []Record
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var r Record
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(raw)), "{\"pid\":%d,\"start\":%d}", &r.PID, &r.Start); err == nil && r.PID > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -151,11 +151,13 @@ func (s *Spec) enter(argv []string) error {
 			return err
 		}
 	}
-	lowerSrc := make([]string, len(s.Overlays))
+	layers := make([][3]string, len(s.Overlays)) // lower, upper, work
 	for i, o := range s.Overlays {
-		var err error
-		if lowerSrc[i], err = open(o.Lower); err != nil {
-			return err
+		for j, p := range []string{o.Lower, o.Upper, o.Work} {
+			var err error
+			if layers[i][j], err = open(p); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -190,7 +192,7 @@ func (s *Spec) enter(argv []string) error {
 	slices.SortStableFunc(order, func(a, b int) int { return byDepth(s.Binds[a].Dst, s.Binds[b].Dst) })
 	for _, i := range order {
 		b := s.Binds[i]
-		if err := mountPoint(b.Dst, b.Src); err != nil {
+		if err := mountPoint(b.Dst, bindSrc[i]); err != nil {
 			return err
 		}
 		if err := unix.Mount(bindSrc[i], b.Dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -206,7 +208,7 @@ func (s *Spec) enter(argv []string) error {
 		if err := os.MkdirAll(o.Dst, 0o755); err != nil {
 			return err
 		}
-		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lowerSrc[i], o.Upper, o.Work)
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", layers[i][0], layers[i][1], layers[i][2])
 		if err := unix.Mount("overlay", o.Dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("overlay %s: %w", o.Dst, err)
 		}

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -122,7 +121,7 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 		// Stale: a reboot or a crash took some processes. Stop what is
 		// left and start again on the same data, so objects survive.
 		fmt.Fprintf(s.ErrOut, "Found local cluster %q stopped (processes gone); restarting it with its data.\n", opts.Name)
-		if err := stopAll(ctx, dir); err != nil {
+		if err := stopAll(ctx, dir, st); err != nil {
 			return nil, err
 		}
 	default: // no state: a new cluster
@@ -154,7 +153,7 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 	defer cancel()
 	if err := p.startWithFreePorts(startCtx, s, step, dir, st); err != nil {
 		step.Fail()
-		_ = stopAll(context.WithoutCancel(ctx), dir)
+		_ = stopAll(context.WithoutCancel(ctx), dir, st)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -210,6 +209,7 @@ func (p *Provider) startWithFreePorts(ctx context.Context, s *iostreams.IOStream
 		}
 		st.Ports = pp
 		st.PIDs = map[string]int{}
+		st.Procs = map[string]proc.Record{}
 		err = p.start(ctx, s, step, dir, st)
 		var busy *portBusyError
 		if !errors.As(err, &busy) {
@@ -217,7 +217,7 @@ func (p *Provider) startWithFreePorts(ctx context.Context, s *iostreams.IOStream
 		}
 		lastErr = err
 		fmt.Fprintf(s.ErrOut, "Port %d was taken by another program; trying other ports.\n", busy.port)
-		_ = stopAll(ctx, dir)
+		_ = stopAll(ctx, dir, st)
 	}
 	var busy *portBusyError
 	errors.As(lastErr, &busy)
@@ -294,6 +294,7 @@ func (p *Provider) start(ctx context.Context, s *iostreams.IOStreams, step *iost
 			return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot start %s: %v", component, err), "check that "+spec.Path+" is executable, or pass --bin-dir")
 		}
 		st.PIDs[component] = r.PID
+		st.Procs[component] = r.Record()
 		go func() {
 			select {
 			case <-r.Exited:
@@ -593,7 +594,7 @@ func (p *Provider) mergeKubeconfig(opts cluster.UpOptions, dir string, st *state
 // healthy reports whether every component of st runs and the API answers.
 func (p *Provider) healthy(ctx context.Context, dir string, st *state) bool {
 	for _, c := range startOrder {
-		if !ownedAlive(dir, st.PIDs[c]) {
+		if !st.alive(dir, c) {
 			return false
 		}
 	}
@@ -606,8 +607,17 @@ func (p *Provider) healthy(ctx context.Context, dir string, st *state) bool {
 	return waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/readyz", st.Ports.APIServer), tlsCfg) == nil
 }
 
-// ownedAlive: pid runs and still belongs to this cluster (pids are reused
-// after a reboot).
+// alive: the component's recorded process runs (same pid, same start
+// time: pids are reused after a reboot).
+func (st *state) alive(dir, component string) bool {
+	if r, ok := st.Procs[component]; ok {
+		return r.Alive()
+	}
+	return ownedAlive(dir, st.PIDs[component]) // a state written before records
+}
+
+// ownedAlive: pid runs and its command line names this cluster's
+// directory (state files without records).
 func ownedAlive(dir string, pid int) bool {
 	if !proc.Alive(pid) {
 		return false
@@ -679,7 +689,7 @@ func (p *Provider) Down(ctx context.Context, name string) error {
 	}
 	defer unlock()
 	st, _ := loadState(dir)
-	if err := stopAll(ctx, dir); err != nil {
+	if err := stopAll(ctx, dir, st); err != nil {
 		return err
 	}
 	kcPath := ""
@@ -698,23 +708,33 @@ func (p *Provider) Down(ctx context.Context, name string) error {
 	return nil
 }
 
-// stopAll stops every process of the cluster in dir: operators first, then
-// the control plane in reverse start order.
-func stopAll(ctx context.Context, dir string) error {
-	procs, err := proc.Find(dir)
-	if err != nil {
-		return userr.Wrap(err, userr.ExitFailure, "cannot list processes: "+err.Error(), "is /proc mounted?")
+// stopAll stops every process of the cluster in dir that labctl recorded:
+// operators' supervisors first (their record files under operators/),
+// then the control plane in reverse start order. Only recorded processes
+// (pid and start time) are stopped, never one found by its command line.
+func stopAll(ctx context.Context, dir string, st *state) error {
+	type target struct {
+		name string
+		rec  proc.Record
 	}
-	rank := func(name string) int {
-		if i := slices.Index(startOrder, name); i >= 0 {
-			return len(startOrder) - i
+	var targets []target
+	for _, r := range proc.LoadRecords(filepath.Join(dir, "operators", "*", proc.SupervisorRecord)) {
+		targets = append(targets, target{"operator supervisor", r})
+	}
+	if st != nil {
+		for i := len(startOrder) - 1; i >= 0; i-- {
+			c := startOrder[i]
+			if r, ok := st.Procs[c]; ok {
+				targets = append(targets, target{c, r})
+			} else if pid := st.PIDs[c]; ownedAlive(dir, pid) { // a state written before records
+				st, _ := proc.StartTime(pid)
+				targets = append(targets, target{c, proc.Record{PID: pid, Start: st}})
+			}
 		}
-		return 0 // not a control-plane component: an operator, stop first
 	}
-	slices.SortStableFunc(procs, func(a, b proc.Process) int { return rank(a.Name) - rank(b.Name) })
-	for _, pr := range procs {
-		if err := proc.Stop(ctx, pr.PID, 10*time.Second); err != nil {
-			return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot stop %s (pid %d): %v", pr.Name, pr.PID, err), fmt.Sprintf("kill it by hand: kill -9 %d", pr.PID))
+	for _, t := range targets {
+		if err := proc.StopRecord(ctx, t.rec, 10*time.Second); err != nil {
+			return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot stop %s (pid %d): %v", t.name, t.rec.PID, err), fmt.Sprintf("kill it by hand: kill -9 %d", t.rec.PID))
 		}
 	}
 	return nil
@@ -737,7 +757,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 	tlsCfg, _ := adminTLS(layout{dir})
 	for _, c := range startOrder {
 		pid := st.PIDs[c]
-		comp := cluster.Component{Name: c, PID: pid, Healthy: ownedAlive(dir, pid)}
+		comp := cluster.Component{Name: c, PID: pid, Healthy: st.alive(dir, c)}
 		switch c {
 		case "etcd":
 			comp.Address = fmt.Sprintf("127.0.0.1:%d", st.Ports.Etcd)
@@ -761,15 +781,13 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 		out.Running = out.Running && comp.Healthy
 		out.Components = append(out.Components, comp)
 	}
-	// Other processes of this cluster: operator managers labctl started.
-	if procs, err := proc.Find(dir); err == nil {
-		for _, pr := range procs {
-			if slices.Contains(startOrder, pr.Name) {
-				continue
-			}
-			rss, pss := proc.Memory(pr.PID)
-			out.Components = append(out.Components, cluster.Component{Name: pr.Name, PID: pr.PID, Healthy: true, RSSBytes: rss, PSSBytes: pss, Detail: "operator"})
+	// Other processes of this cluster: operator supervisors labctl started.
+	for _, r := range proc.LoadRecords(filepath.Join(dir, "operators", "*", proc.SupervisorRecord)) {
+		if !r.Alive() {
+			continue
 		}
+		rss, pss := proc.Memory(r.PID)
+		out.Components = append(out.Components, cluster.Component{Name: "operator", PID: r.PID, Healthy: true, RSSBytes: rss, PSSBytes: pss, Detail: "operator"})
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/labctl/labctl/internal/proc"
 )
 
 // ports a local cluster listens on, all on 127.0.0.1.
@@ -21,11 +23,14 @@ func (p ports) list() []int { return []int{p.Etcd, p.EtcdPeer, p.APIServer, p.Kw
 
 // state is what a cluster's directory remembers between labctl runs.
 type state struct {
-	Name    string         `json:"name"`
-	BinDir  string         `json:"binDir"`
-	Ports   ports          `json:"ports"`
-	PIDs    map[string]int `json:"pids"`
-	Created time.Time      `json:"created"`
+	Name   string         `json:"name"`
+	BinDir string         `json:"binDir"`
+	Ports  ports          `json:"ports"`
+	PIDs   map[string]int `json:"pids"`
+	// Procs identify the components' processes (pid and start time): the
+	// only processes Down stops.
+	Procs   map[string]proc.Record `json:"procs,omitempty"`
+	Created time.Time              `json:"created"`
 	// UserKubeconfig is the file the context was merged into ("" if none).
 	UserKubeconfig string `json:"userKubeconfig,omitempty"`
 }

@@ -1,0 +1,83 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/labctl/labctl/internal/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	sandbox.MaybeRun()
+	os.Exit(m.Run())
+}
+
+// A sandboxed command runs as the box's uid, sees its private copy and
+// home, and finds hidden directories empty and the grader's processes
+// absent.
+func TestSandboxHidesAndDropsRoot(t *testing.T) {
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip(sup.Reason)
+	}
+	root := t.TempDir()
+	secret := filepath.Join(root, "secret")
+	require.NoError(t, os.MkdirAll(secret, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(secret, "key"), []byte("s3cret"), 0o644))
+	src := filepath.Join(root, "submission")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(secret, "key"), filepath.Join(src, "link")))
+
+	uid := sandbox.UIDFor(root)
+	box, err := sandbox.NewBox(filepath.Join(root, "work", "box"), uid, []string{secret, filepath.Join(root, "work")})
+	require.NoError(t, err)
+	require.NoError(t, sandbox.CopyTree(src, box.Src(), 1<<20))
+	_, err = os.Lstat(filepath.Join(box.Src(), "link"))
+	require.ErrorIs(t, err, os.ErrNotExist, "symbolic links are not copied")
+
+	spec := box.Spec(box.Src(), []string{"PATH=/usr/bin:/bin"})
+	script := `id -u; cat main.go; ls ` + secret + ` 2>/dev/null | wc -l; echo x > ` + box.Home() + `/w && echo home-writable;
+(echo x > main.go) 2>/dev/null || echo src-readonly; ls /proc | grep -c '^[0-9]'; echo $HOME; env | grep -c LABCTL; true`
+	start := time.Now()
+	cmd, err := spec.Command([]string{"sh", "-c", script}, nil)
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Run(), errOut.String())
+	t.Logf("sandboxed command ran in %s", time.Since(start))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 8, out.String())
+	assert.Equal(t, strconv.Itoa(uid), lines[0])
+	assert.Equal(t, "package main", lines[1])
+	assert.Equal(t, "0", lines[2], "the secret directory looks empty")
+	assert.Equal(t, "home-writable", lines[3])
+	assert.Equal(t, "src-readonly", lines[4])
+	assert.Equal(t, "3", lines[5], "only its own processes (sh, ls and grep)")
+	assert.Equal(t, box.Home(), lines[6])
+	assert.Equal(t, "0", lines[7], "no variable of the grader's")
+	raw, err := os.ReadFile(filepath.Join(box.Src(), "main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n", string(raw))
+}
+
+func TestCopyTreeBoundsSize(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "big"), make([]byte, 2048), 0o644))
+	err := sandbox.CopyTree(src, filepath.Join(t.TempDir(), "dst"), 1024)
+	require.Error(t, err)
+}
+
+func TestUIDForIsUnprivilegedAndStable(t *testing.T) {
+	a, b := sandbox.UIDFor("work\x00alice"), sandbox.UIDFor("work\x00bob")
+	assert.NotEqual(t, a, b)
+	assert.Equal(t, a, sandbox.UIDFor("work\x00alice"))
+	assert.Greater(t, a, 1<<20)
+}
