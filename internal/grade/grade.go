@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -407,7 +406,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 	defer func() {
 		g.progress.set(sub.Student, "tearing down", "")
 		t := time.Now()
-		if notes := g.teardown(ctx, prov, c, dir); len(notes) > 0 {
+		if notes := g.teardown(ctx, prov, c, box); len(notes) > 0 {
 			res.Notes = append(res.Notes, notes...)
 		}
 		phase("teardown", t)
@@ -535,31 +534,26 @@ const clusterName = "grade"
 
 // teardown stops the manager and the cluster and makes sure no process
 // of the submission is left. Supervisors are stopped first (each stops its
-// manager within StopGrace, then kills what the manager forked), so a
-// manager killed directly is not restarted; then the cluster; then
-// anything still found under the submission's directory is killed (and
-// noted).
-func (g *grader) teardown(ctx context.Context, prov *local.Provider, c *cluster.Cluster, dir string) []string {
+// manager within StopGrace; a sandboxed manager takes everything it
+// started with it, being its pid namespace's first process), so a manager
+// killed directly is not restarted; then the cluster; then anything still
+// running as the submission's own uid is killed (and noted).
+func (g *grader) teardown(ctx context.Context, prov *local.Provider, c *cluster.Cluster, box *sandbox.Box) []string {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	var notes []string
 	if c != nil && c.Env.StateDir != "" {
-		procs, _ := proc.Find(filepath.Join(c.Env.StateDir, "operators"))
-		for _, p := range procs {
-			if slices.ContainsFunc(p.Args, func(a string) bool { return strings.HasPrefix(a, "--restarts=") }) {
-				_ = proc.Stop(tctx, p.PID, stopGrace+5*time.Second)
-			}
+		if err := deploy.StopLocal(tctx, c); err != nil {
+			notes = append(notes, "teardown: "+userr.Message(err))
 		}
 	}
 	if err := prov.Down(tctx, clusterName); err != nil && !errors.Is(err, cluster.ErrNotFound) {
 		notes = append(notes, "teardown: "+userr.Message(err))
 	}
-	left, _ := proc.Find(dir)
-	for _, p := range left {
-		_ = proc.Stop(tctx, p.PID, time.Second)
-	}
-	if len(left) > 0 {
-		notes = append(notes, fmt.Sprintf("teardown: killed %d process(es) left after the cluster stopped", len(left)))
+	if box != nil {
+		if n := proc.KillUID(box.UID); n > 0 {
+			notes = append(notes, fmt.Sprintf("teardown: killed %d process(es) left after the cluster stopped", n))
+		}
 	}
 	return notes
 }

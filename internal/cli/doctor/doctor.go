@@ -25,6 +25,7 @@ import (
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -74,6 +75,9 @@ type Options struct {
 	FreeBytes func(path string) (uint64, error)
 	// PortInUse reports whether a host TCP port is taken.
 	PortInUse func(port int) bool
+	// Sandbox says whether submissions can be sandboxed for grading
+	// (default sandbox.Probe).
+	Sandbox func() sandbox.Support
 }
 
 // NewCommand returns the doctor command.
@@ -180,7 +184,29 @@ func Checks(ctx context.Context, o *Options) []Check {
 	out = append(out, checkDisk(o))
 	out = append(out, checkPorts(o, kindRunning)...)
 	out = append(out, checkBinaries(o))
+	out = append(out, checkSandbox(o))
 	return out
+}
+
+// checkSandbox: can `labctl grade` run students' code confined? Only
+// instructors need it, so its absence is a warning.
+func checkSandbox(o *Options) Check {
+	probe := o.Sandbox
+	if probe == nil {
+		probe = sandbox.Probe
+	}
+	c := Check{Name: "Grading sandbox"}
+	sup := probe()
+	if !sup.OK {
+		c.Status, c.Detail = Warn, sup.Reason
+		c.Fix = "only `labctl grade` needs it: run it as root on Linux with mount and pid namespaces; elsewhere it refuses unless --unsafe-no-sandbox"
+		return c
+	}
+	c.Status, c.Detail = Pass, "submissions run as their own uid in mount and pid namespaces (kernel, no external tool)"
+	if !sup.Overlay {
+		c.Detail += "; no overlayfs: each build compiles its dependencies anew"
+	}
+	return c
 }
 
 var goVersionRe = regexp.MustCompile(`go(\d+)\.(\d+)(?:\.(\d+))?`)

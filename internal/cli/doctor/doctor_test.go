@@ -20,6 +20,7 @@ import (
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/engine/enginetest"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -69,6 +70,7 @@ func newEnv(t *testing.T, tty bool) *env {
 		CacheDir:   e.cache,
 		FreeBytes:  func(string) (uint64, error) { return e.free, nil },
 		PortInUse:  func(p int) bool { return e.inUse[p] },
+		Sandbox:    func() sandbox.Support { return sandbox.Support{OK: true, Overlay: true} },
 	}
 	return e
 }
@@ -127,7 +129,7 @@ func TestAllGood(t *testing.T) {
 
 	// Piped: tab-separated rows with plain status words.
 	lines := strings.Split(strings.TrimSpace(e.stdout()), "\n")
-	require.Len(t, lines, 8)
+	require.Len(t, lines, 9)
 	for _, l := range lines {
 		assert.Equal(t, "pass", strings.Split(l, "\t")[1], l)
 	}
