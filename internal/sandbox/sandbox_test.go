@@ -81,3 +81,35 @@ func TestUIDForIsUnprivilegedAndStable(t *testing.T) {
 	assert.Equal(t, a, sandbox.UIDFor("work\x00alice"))
 	assert.Greater(t, a, 1<<20)
 }
+
+// BenchmarkSandboxSetup is what sandboxing adds to a submission: a box,
+// a private copy of the reference operator, the build cache's upper layer
+// and a command started in new namespaces as the box's user.
+func BenchmarkSandboxSetup(b *testing.B) {
+	if sup := sandbox.Probe(); !sup.OK {
+		b.Skip(sup.Reason)
+	}
+	for i := 0; i < b.N; i++ {
+		root := b.TempDir()
+		box, err := sandbox.NewBox(filepath.Join(root, "box"), sandbox.UIDFor(root), sandbox.GraderSecrets())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sandbox.CopyTree("../../operator", box.Src(), 1<<30); err != nil {
+			b.Fatal(err)
+		}
+		ov, _, err := box.GoCache(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec := box.Spec(box.Src(), []string{"PATH=/usr/bin:/bin"})
+		spec.Overlays = append(spec.Overlays, ov)
+		cmd, err := spec.Command([]string{"true"}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
