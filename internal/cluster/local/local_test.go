@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -272,7 +273,14 @@ func TestStaleClusterIsRecoveredAndDownLeavesNothing(t *testing.T) {
 			ports = append(ports, comp.Address)
 		}
 	}
+	// A user's `tail -f` of a log names the state directory too: down
+	// stops only the processes it recorded.
+	tail := exec.Command("tail", "-f", filepath.Join(p.Dir("stale"), "logs", "etcd.log"))
+	require.NoError(t, tail.Start())
 	require.NoError(t, p.Down(ctx(t), "stale"))
+	assert.True(t, proc.Alive(tail.Process.Pid), "down killed a process it did not start")
+	_ = tail.Process.Kill()
+	_ = tail.Wait()
 	procs, err = proc.Find(p.Dir("stale"))
 	require.NoError(t, err)
 	assert.Empty(t, procs)
