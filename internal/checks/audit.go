@@ -53,8 +53,9 @@ type auditUser struct {
 	Username string `json:"username"`
 }
 
-// By reports whether the request was made by identity: impersonated (the
-// local provider runs managers that way) or directly (a pod's token).
+// By reports whether the request was made by identity: directly (a pod's
+// token, or the ServiceAccount token the local provider gives a manager)
+// or impersonated (clusters whose managers still impersonate).
 func (e *AuditEvent) By(identity string) bool {
 	if e.ImpersonatedUser != nil && e.ImpersonatedUser.Username != "" {
 		return e.ImpersonatedUser.Username == identity

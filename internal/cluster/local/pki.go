@@ -25,7 +25,7 @@ type pki struct{ dir string }
 func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
 
 // Client identities. All are cluster admins (system:masters); the operator
-// never uses these: it impersonates its ServiceAccount.
+// never uses these: it has only a ServiceAccount token.
 const (
 	userAdmin     = "labctl-admin"
 	userKCM       = "system:kube-controller-manager"
