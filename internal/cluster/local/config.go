@@ -40,8 +40,7 @@ func (l layout) kubeconfig(user string) string {
 }
 func (l layout) auditLog() string { return l.file("logs", "audit.log") }
 
-// args returns each component's command line. Every one mentions the state
-// directory, which is how proc.Find recognises the cluster's processes.
+// args returns each component's command line.
 func (l layout) args(component string, p ports) []string {
 	k := l.pki()
 	switch component {
