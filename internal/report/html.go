@@ -51,18 +51,16 @@ var htmlCSP = func() string {
 // htmlWords are the fixed words of the class report.
 var htmlWords = map[string]map[string]string{
 	"en": {
-		"classReport": "class report", "lab": "Lab", "labctl": "labctl", "credit": "Credit", "limits": "Limits", "ran": "Graded",
-		"students": "students", "scored": "scored", "median": "median", "mean": "mean", "fullMarks": "full marks", "notGraded": "not graded",
-		"class": "Class", "tasks": "Tasks", "distribution": "Distribution of totals", "problems": "Could not be graded", "problemsCard": "could not be graded", "feedback": "Feedback",
-		"student": "Student", "total": "Total", "outcome": "Outcome", "hidden": "hidden", "task": "Task", "passed": "Passed",
+		"classReport": "class report", "credit": "Credit", "limits": "Limits", "ran": "Graded",
+		"students": "students", "median": "median", "mean": "mean", "fullMarks": "full marks",
+		"class": "Class", "tasks": "Tasks", "distribution": "Distribution of totals", "feedback": "Feedback",
+		"problems": "Could not be graded", "problemsCard": "could not be graded",
+		"student": "Student", "total": "Total", "outcome": "Outcome", "hidden": "hidden", "passed": "Passed",
 		"commonCheck": "Most common failing check", "reason": "Its most common reason", "message": "First error line",
 		"noFailures": "every scored submission passed", "noCheck": "no check ran (build or deploy failed)",
 		"shareOf": "of %d scored submissions", "notCounted": "%d submission(s) labctl could not grade are not counted.",
 		"nothingWrong": "Every submission was graded.", "toTable": "class table", "source": "source", "commit": "commit",
-		"graded": "graded", "notes": "Notes", "hint": "Hint", "expected": "expected", "observed": "observed",
-		"object": "last observed object", "events": "events", "logs": "operator log", "note": "note",
-		"whatFailed": "What did not pass", "whatPassed": "What passed", "points": "Points", "result": "Result",
-		"checks": "checks", "students1": "student(s)", "times": "×", "count": "submissions",
+		"students1": "student(s)", "times": "×", "count": "submissions",
 		"unknown": "unknown", "noRun": "not recorded (graded by an older labctl)",
 		"creditTasks":  "tasks: a task earns its points when all its checks pass",
 		"creditChecks": "checks: a task earns its points times the share of its checks that passed, nothing when a gate check failed",
@@ -72,18 +70,16 @@ var htmlWords = map[string]map[string]string{
 		"oc-graded": "graded", "oc-build-failed": "build failed", "oc-deploy-failed": "deploy failed", "oc-timeout": "timed out", "oc-error": "not graded",
 	},
 	"ru": {
-		"classReport": "отчёт по группе", "lab": "Лабораторная", "labctl": "labctl", "credit": "Оценивание", "limits": "Ограничения", "ran": "Проверено",
-		"students": "студентов", "scored": "оценено", "median": "медиана", "mean": "среднее", "fullMarks": "полный балл", "notGraded": "не проверено",
-		"class": "Группа", "tasks": "Задачи", "distribution": "Распределение баллов", "problems": "Не удалось проверить", "problemsCard": "не удалось проверить", "feedback": "Отзывы",
-		"student": "Студент", "total": "Итого", "outcome": "Итог проверки", "hidden": "скрыта", "task": "Задача", "passed": "Прошли",
+		"classReport": "отчёт по группе", "credit": "Оценивание", "limits": "Ограничения", "ran": "Проверено",
+		"students": "студентов", "median": "медиана", "mean": "среднее", "fullMarks": "полный балл",
+		"class": "Группа", "tasks": "Задачи", "distribution": "Распределение баллов", "feedback": "Отзывы",
+		"problems": "Не удалось проверить", "problemsCard": "не удалось проверить",
+		"student": "Студент", "total": "Итого", "outcome": "Итог проверки", "hidden": "скрыта", "passed": "Прошли",
 		"commonCheck": "Чаще всего не проходит", "reason": "Чаще всего потому, что", "message": "Первая строка ошибки",
 		"noFailures": "все оценённые решения прошли", "noCheck": "проверки не запускались (сборка или установка не удалась)",
 		"shareOf": "из %d оценённых решений", "notCounted": "Решения, которые labctl не смог проверить (%d), не учитываются.",
 		"nothingWrong": "Все решения проверены.", "toTable": "к таблице", "source": "источник", "commit": "коммит",
-		"graded": "проверено", "notes": "Примечания", "hint": "Подсказка", "expected": "ожидалось", "observed": "наблюдалось",
-		"object": "последнее состояние объекта", "events": "события", "logs": "журнал оператора", "note": "примечание",
-		"whatFailed": "Что не получилось", "whatPassed": "Что получилось", "points": "Баллы", "result": "Результат",
-		"checks": "проверок", "students1": "студ.", "times": "×", "count": "решений",
+		"students1": "студ.", "times": "×", "count": "решений",
 		"unknown": "неизвестно", "noRun": "не записаны (проверено старой версией labctl)",
 		"creditTasks":  "по задачам: задача приносит баллы, когда пройдены все её проверки",
 		"creditChecks": "по проверкам: баллы задачи умножаются на долю пройденных проверок; ноль, если не пройдена ключевая проверка",
@@ -96,17 +92,18 @@ var htmlWords = map[string]map[string]string{
 
 // htmlWordsIn returns the report's words in a language, English for any
 // word (or language) without a translation.
+// The feedback's own words (expected, observed, hint, ...) are the
+// feedback file's.
 func htmlWordsIn(lang string) map[string]string {
 	out := map[string]string{}
-	for k, v := range htmlWords["en"] {
-		out[k] = v
-	}
-	for k, v := range htmlWords[lang] {
-		out[k] = v
-	}
 	for k := range feedbackWords["en"] {
-		if _, ok := out[k]; !ok {
-			out[k] = fbWord(lang, k)
+		out[k] = fbWord(lang, k)
+	}
+	// The feedback's section titles; "passed" is a column here.
+	out["whatPassed"], out["whatFailed"] = out["passed"], out["failed"]
+	for _, l := range []string{"en", lang} {
+		for k, v := range htmlWords[l] {
+			out[k] = v
 		}
 	}
 	return out
@@ -138,10 +135,10 @@ type htmlPage struct {
 // htmlRow is a student's row of the class table.
 type htmlRow struct {
 	Anchor, Student string
-	Score, Max      float64
+	Score           float64
 	// Percent of the maximum, 0-100, for the total's bar.
 	Percent      float64
-	Level        string // full, part, zero: how the total looks
+	Level        string // full, part, zero: the total's colour (shareLevel)
 	Cells        []htmlCell
 	Outcome      GradeOutcome
 	OutcomeText  string
@@ -162,7 +159,7 @@ type htmlCell struct {
 type htmlTaskStat struct {
 	GradeTask
 	Passed, Of         int
-	Check, CheckTitle  string
+	CheckTitle         string
 	CheckCount         int
 	Reason             string
 	ReasonCount        int
@@ -177,13 +174,13 @@ type htmlTaskChart struct {
 }
 
 type htmlTaskBar struct {
-	Y, RectY, TextY int
-	Label, Full     string
-	Width, Track    float64
-	Level, Value    string
-	BarX, ValueX    int
-	Percent         int
-	Passed, Of      int
+	RectY, TextY int
+	Label, Full  string
+	Width, Track float64
+	Level        string
+	BarX, ValueX int
+	Percent      int
+	Passed, Of   int
 }
 
 // htmlHistogram is the distribution of totals.
@@ -300,13 +297,14 @@ func newHTMLPage(g *Gradebook) *htmlPage {
 }
 
 func newHTMLRow(words map[string]string, g *Gradebook, s *GradedSubmission, i int) htmlRow {
-	row := htmlRow{Anchor: fmt.Sprintf("s-%d", i+1), Student: s.Student, Score: s.Score, Max: g.MaxPoints,
+	row := htmlRow{Anchor: fmt.Sprintf("s-%d", i+1), Student: s.Student, Score: s.Score,
 		Outcome: s.Outcome, OutcomeText: outcomeWord(words, s.Outcome), FirstError: firstErrorLine(s)}
 	row.OutcomeOrder = slices.Index([]GradeOutcome{OutcomeGraded, OutcomeTimeout, OutcomeDeployFailed, OutcomeBuildFailed, OutcomeError}, s.Outcome)
+	share := 0.0
 	if g.MaxPoints > 0 {
-		row.Percent = math.Round(1000*min(max(s.Score/g.MaxPoints, 0), 1)) / 10
+		share = min(max(s.Score/g.MaxPoints, 0), 1)
 	}
-	row.Level = level(s.Score, g.MaxPoints)
+	row.Percent, row.Level = math.Round(1000*share)/10, shareLevel(share)
 	for _, t := range g.Tasks {
 		ts, ok := s.Task(t.ID)
 		cell := htmlCell{Text: FormatPoints(ts.Score), Sort: ts.Score, Level: level(ts.Score, float64(t.Points))}
@@ -482,7 +480,7 @@ func taskStats(g *Gradebook) []htmlTaskStat {
 		var best *tally
 		for _, id := range order {
 			if tl := checks[id]; best == nil || tl.count > best.count {
-				best, st.Check = tl, id
+				best = tl
 			}
 		}
 		switch {
@@ -510,7 +508,7 @@ const (
 	taskLabelW   = 300
 	taskBarW     = 330
 	histHeight   = 230
-	histBarsTop  = 36
+	histBarsTop  = 40
 	histBarsBase = 190
 )
 
@@ -527,7 +525,7 @@ func taskChart(stats []htmlTaskStat, hidden string) htmlTaskChart {
 			label = shorten(full, 40-utf8.RuneCountInString(hidden)-3) + " (" + hidden + ")"
 		}
 		b := htmlTaskBar{
-			Y: 4 + i*taskRow, RectY: 4 + i*taskRow + 6, TextY: 4 + i*taskRow + 20, Label: label, Full: full,
+			RectY: 4 + i*taskRow + 6, TextY: 4 + i*taskRow + 20, Label: label, Full: full,
 			BarX: taskLabelW, Track: taskBarW, Width: math.Round(share*taskBarW*10) / 10,
 			ValueX: taskLabelW + taskBarW + 12, Percent: int(math.Round(share * 100)), Passed: st.Passed, Of: st.Of,
 		}
