@@ -4,8 +4,9 @@
 // under its own identity with CPU-time, memory and wall-time limits,
 // verified with the lab's checks (internal/checks), and torn down. Scores
 // come from the lab's points, credited task by task; the gradebook
-// (CSV, JSON, JUnit) and each student's Markdown feedback are written as
-// each submission finishes, so an interrupted run keeps what it graded.
+// (CSV, JSON, JUnit), the class report (HTML) and each student's Markdown
+// feedback are written as each submission finishes, so an interrupted run
+// keeps what it graded.
 package grade
 
 import (
@@ -58,8 +59,9 @@ type Options struct {
 	Jobs int
 	// Timeout bounds each submission, clone to teardown (0: DefaultTimeout).
 	Timeout time.Duration
-	// OutDir receives gradebook.csv, results.json, junit.xml, feedback/ and
-	// logs/. Results already there for other students are kept.
+	// OutDir receives gradebook.csv, results.json, junit.xml, report.html,
+	// feedback/ and logs/. Results already there for other students are
+	// kept.
 	OutDir string
 	// RevealHidden shows hidden tasks' checks in the feedback files.
 	RevealHidden bool
@@ -67,6 +69,9 @@ type Options struct {
 	Credit Credit
 	// Lang of titles, hints and feedback ("en" or "ru").
 	Lang string
+	// Version is labctl's build version, recorded in results.json and
+	// report.html.
+	Version string
 	// Limits for each manager (zero value: DefaultCPU and DefaultMemory;
 	// set NoLimits to run without).
 	Limits   supervise.Limits
@@ -184,6 +189,9 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Written with the first result; describes the rows this run grades.
+	out.gb.Run = &report.GradeRun{Version: o.Version, Started: time.Now().UTC(), Jobs: o.Jobs,
+		Timeout: report.Duration(o.Timeout), CPU: report.Duration(o.Limits.CPU), MemoryBytes: int64(o.Limits.Memory)}
 	work := o.WorkDir
 	if work == "" {
 		if work, err = os.MkdirTemp("", "labctl-grade-"); err != nil {

@@ -69,7 +69,7 @@ func TestGradeClass(t *testing.T) {
 	defer cancel()
 	opts := grade.Options{
 		Lab: lab, Submissions: subs, Jobs: 2, Timeout: 4 * time.Minute, OutDir: out,
-		Streams: s, Binaries: binaries, WorkDir: work,
+		Streams: s, Binaries: binaries, WorkDir: work, Version: "v-test",
 	}
 	start := time.Now()
 	gb, err := grade.Run(ctx, opts)
@@ -124,6 +124,9 @@ func TestGradeClass(t *testing.T) {
 	again, err := report.ReadGradebookJSON(bytes.NewReader(raw))
 	require.NoError(t, err)
 	require.Len(t, again.Submissions, len(subs))
+	require.NotNil(t, again.Run, "results.json records the run")
+	require.Equal(t, "v-test", again.Run.Version)
+	require.Equal(t, 4*time.Minute, time.Duration(again.Run.Timeout))
 	var junit struct {
 		Suites []struct {
 			Name  string `xml:"name,attr"`
@@ -135,6 +138,9 @@ func TestGradeClass(t *testing.T) {
 	require.NoError(t, xml.Unmarshal([]byte(readFile(t, out, grade.JUnitFile)), &junit))
 	require.Len(t, junit.Suites, len(subs))
 	require.Len(t, junit.Suites[0].Cases, len(lab.Tasks))
+	page := readFile(t, out, grade.ReportFile)
+	require.Equal(t, len(subs), strings.Count(page, `<td class="student">`), "report.html has a row per student")
+	require.Contains(t, page, "broken-build")
 
 	// Grading one student again replaces that row only.
 	before := map[string]time.Time{}

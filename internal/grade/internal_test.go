@@ -79,6 +79,13 @@ func TestOutputsReplaceOneRow(t *testing.T) {
 	require.Equal(t, "student,total,max,1,2\nalice,3,5,3,0\nbob,2.5,5,2.5,0\n", string(csv))
 	require.FileExists(t, filepath.Join(dir, FeedbackDir, "alice.md"))
 	require.FileExists(t, filepath.Join(dir, JUnitFile))
+	// report.html is rendered from the same gradebook, both rows in it.
+	page, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	require.NoError(t, err)
+	require.Contains(t, string(page), `<a href="#s-1">alice</a>`)
+	require.Contains(t, string(page), `<td class="num total lvl-part" data-sort="2.5">`, "bob's new total")
+	tmp, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.Empty(t, tmp, "files are written atomically")
 
 	// The directory belongs to that lab.
 	other := &labs.Lab{ID: "lab-u", Tasks: lab.Tasks}

@@ -19,6 +19,7 @@ const (
 	GradebookFile = "gradebook.csv"
 	ResultsFile   = "results.json"
 	JUnitFile     = "junit.xml"
+	ReportFile    = "report.html"
 	FeedbackDir   = "feedback"
 	LogsDir       = "logs"
 )
@@ -83,6 +84,7 @@ func (o *outputs) record(s *report.GradedSubmission) error {
 	write(ResultsFile, func(w io.Writer) error { return report.WriteGradebookJSON(w, o.gb) })
 	write(GradebookFile, func(w io.Writer) error { return report.WriteGradebookCSV(w, o.gb) })
 	write(JUnitFile, func(w io.Writer) error { return report.WriteGradebookJUnit(w, o.gb) })
+	write(ReportFile, func(w io.Writer) error { return report.WriteHTMLReport(w, o.gb) })
 	return errors.Join(errs...)
 }
 

@@ -191,5 +191,5 @@ func printSummary(s *iostreams.IOStreams, lab *labs.Lab, results []*report.Grade
 		return
 	}
 	_ = t.Print()
-	fmt.Fprintf(s.ErrOut, "Wrote %s, %s, %s and %s/ in %s (lab %s).\n", GradebookFile, ResultsFile, JUnitFile, FeedbackDir, outDir, lab.ID)
+	fmt.Fprintf(s.ErrOut, "Wrote %s, %s, %s, %s and %s/ in %s (lab %s).\n", ReportFile, GradebookFile, ResultsFile, JUnitFile, FeedbackDir, outDir, lab.ID)
 }

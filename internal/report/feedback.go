@@ -60,77 +60,177 @@ func fbStatus(lang string, s Status) string {
 	return fbWord(lang, "fail")
 }
 
-// WriteFeedbackMarkdown writes a student's feedback/<student>.md: the
-// score, each task's result, and for what did not pass the evidence and
-// the hint. Tasks marked hidden count in the score but show nothing unless
-// reveal is set.
-func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, reveal bool) error {
-	lang := g.Lang
-	var b strings.Builder
-	fmt.Fprintf(&b, "# %s — %s: %s %s\n\n", g.Lab, mdInline(g.Title), fbWord(lang, "feedback"), mdInline(s.Student))
-	fmt.Fprintf(&b, "**%s: %s / %s** · %s %s · %s\n\n", fbWord(lang, "score"), FormatPoints(s.Score), FormatPoints(s.MaxPoints),
-		fbWord(lang, "graded"), s.Graded.UTC().Format(time.RFC3339), time.Duration(s.Duration).Round(time.Second))
+// Feedback is what a student's feedback says, in the order it says it:
+// the model behind feedback/<student>.md and the feedback sections of the
+// class report (report.html), so both say the same.
+type Feedback struct {
+	Lang     string
+	Lab      string
+	Title    string // the lab's
+	Student  string
+	Score    float64
+	Max      float64
+	Graded   time.Time
+	Duration time.Duration
+	Outcome  GradeOutcome
+	// BuildErrors are the compiler's first lines (build failures only).
+	BuildErrors []string
+	// Message says why the submission was not fully graded; unset for
+	// build failures, whose BuildErrors say it.
+	Message string
+	// Tasks are the visible tasks, in the lab's order (the table).
+	Tasks []FeedbackTask
+	// Passed are the visible tasks that passed; Failed those that did not
+	// and have something to say (a check ran, or a rule decided).
+	Passed []FeedbackTask
+	Failed []FeedbackTask
+	// HiddenTasks and HiddenPoints count the tasks withheld.
+	HiddenTasks  int
+	HiddenPoints int
+}
 
-	switch s.Outcome {
+// FeedbackTask is one task as a student's feedback shows it.
+type FeedbackTask struct {
+	ID    string
+	Title string
+	// Hidden is set for a hidden task that is shown anyway (reveal).
+	Hidden bool
+	Score  float64
+	Points int
+	Status Status
+	// Passed of Checks checks passed.
+	Passed int
+	Checks int
+	// Reason is set when a rule, not the count of checks, decided the score.
+	Reason string
+	// Verified: the task's checks ran; Hint and Evidence come from them.
+	Verified bool
+	Hint     string
+	// Evidence are the checks worth showing: the warnings of a task that
+	// passed, every check of one that did not.
+	Evidence []*Check
+}
+
+// OutcomeText explains an outcome other than graded in one sentence
+// ("" for graded).
+func (f *Feedback) OutcomeText() string {
+	switch f.Outcome {
 	case OutcomeBuildFailed:
-		fmt.Fprintf(&b, "%s\n\n", fbWord(lang, "buildFailed"))
-		writeFence(&b, "", strings.Join(s.BuildErrors, "\n"))
+		return fbWord(f.Lang, "buildFailed")
 	case OutcomeDeployFailed:
-		fmt.Fprintf(&b, "> %s\n\n", fbWord(lang, "deployFailed"))
+		return fbWord(f.Lang, "deployFailed")
 	case OutcomeTimeout:
-		fmt.Fprintf(&b, "> %s\n\n", fbWord(lang, "timeout"))
+		return fbWord(f.Lang, "timeout")
 	case OutcomeError:
-		fmt.Fprintf(&b, "> %s\n\n", fbWord(lang, "error"))
+		return fbWord(f.Lang, "error")
 	}
-	if s.Message != "" && s.Outcome != OutcomeBuildFailed {
-		fmt.Fprintf(&b, "> %s\n\n", mdInline(s.Message))
-	}
+	return ""
+}
 
-	hidden := func(t GradeTask) bool { return t.Hidden && !reveal }
-	var reportTask = map[string]*Task{}
+// HiddenText says how many tasks are withheld ("" when none).
+func (f *Feedback) HiddenText() string {
+	if f.HiddenTasks == 0 {
+		return ""
+	}
+	return fmt.Sprintf(fbWord(f.Lang, "hiddenText"), f.HiddenTasks, FormatPoints(float64(f.HiddenPoints)))
+}
+
+// NewFeedback gathers a student's feedback. Tasks marked hidden count in
+// the score but show nothing unless reveal is set.
+func NewFeedback(g *Gradebook, s *GradedSubmission, reveal bool) *Feedback {
+	f := &Feedback{Lang: g.Lang, Lab: g.Lab, Title: g.Title, Student: s.Student, Score: s.Score, Max: s.MaxPoints,
+		Graded: s.Graded, Duration: time.Duration(s.Duration), Outcome: s.Outcome}
+	if s.Outcome == OutcomeBuildFailed {
+		f.BuildErrors = s.BuildErrors
+	} else {
+		f.Message = s.Message
+	}
+	reportTask := map[string]*Task{}
 	if s.Report != nil {
 		for _, t := range s.Report.Tasks {
 			reportTask[t.ID] = t
 		}
 	}
-
-	// The table of tasks.
-	fmt.Fprintf(&b, "| %s | %s | %s |\n|---|---:|---|\n", fbWord(lang, "task"), fbWord(lang, "points"), fbWord(lang, "result"))
-	hiddenCount, hiddenPoints := 0, 0
 	for _, t := range g.Tasks {
-		if hidden(t) {
-			hiddenCount++
-			hiddenPoints += t.Points
+		if t.Hidden && !reveal {
+			f.HiddenTasks++
+			f.HiddenPoints += t.Points
 			continue
 		}
 		ts, _ := s.Task(t.ID)
-		result := Mark(ts.Status) + " " + fbStatus(lang, ts.Status)
-		if ts.Checks > 1 {
-			result += fmt.Sprintf(" (%d/%d %s)", ts.Passed, ts.Checks, fbWord(lang, "checks"))
+		ft := FeedbackTask{ID: t.ID, Title: t.Title, Hidden: t.Hidden, Score: ts.Score, Points: t.Points, Status: ts.Status,
+			Passed: ts.Passed, Checks: ts.Checks, Reason: ts.Reason}
+		rt := reportTask[t.ID]
+		if rt != nil {
+			ft.Verified, ft.Hint = true, rt.Hint
 		}
-		fmt.Fprintf(&b, "| %s %s | %s / %d | %s |\n", t.ID, mdCell(t.Title), FormatPoints(ts.Score), t.Points, result)
+		f.Tasks = append(f.Tasks, ft)
+		switch {
+		case ts.Status.Passed():
+			if ts.Status == Warn && rt != nil {
+				for _, c := range rt.Checks {
+					if c.Status == Warn {
+						ft.Evidence = append(ft.Evidence, c)
+					}
+				}
+			}
+			f.Passed = append(f.Passed, ft)
+		case rt != nil || ts.Reason != "":
+			if rt != nil {
+				ft.Evidence = rt.Checks
+			}
+			f.Failed = append(f.Failed, ft)
+		}
+		// else: nothing to say beyond the table (no check ran)
 	}
-	if hiddenCount > 0 {
+	return f
+}
+
+// WriteFeedbackMarkdown writes a student's feedback/<student>.md: the
+// score, each task's result, and for what did not pass the evidence and
+// the hint. Tasks marked hidden count in the score but show nothing unless
+// reveal is set.
+func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, reveal bool) error {
+	f := NewFeedback(g, s, reveal)
+	lang := f.Lang
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s — %s: %s %s\n\n", f.Lab, mdInline(f.Title), fbWord(lang, "feedback"), mdInline(f.Student))
+	fmt.Fprintf(&b, "**%s: %s / %s** · %s %s · %s\n\n", fbWord(lang, "score"), FormatPoints(f.Score), FormatPoints(f.Max),
+		fbWord(lang, "graded"), f.Graded.UTC().Format(time.RFC3339), f.Duration.Round(time.Second))
+
+	switch f.Outcome {
+	case OutcomeBuildFailed:
+		fmt.Fprintf(&b, "%s\n\n", f.OutcomeText())
+		writeFence(&b, "", strings.Join(f.BuildErrors, "\n"))
+	case OutcomeDeployFailed, OutcomeTimeout, OutcomeError:
+		fmt.Fprintf(&b, "> %s\n\n", f.OutcomeText())
+	}
+	if f.Message != "" {
+		fmt.Fprintf(&b, "> %s\n\n", mdInline(f.Message))
+	}
+
+	// The table of tasks.
+	fmt.Fprintf(&b, "| %s | %s | %s |\n|---|---:|---|\n", fbWord(lang, "task"), fbWord(lang, "points"), fbWord(lang, "result"))
+	for _, t := range f.Tasks {
+		result := Mark(t.Status) + " " + fbStatus(lang, t.Status)
+		if t.Checks > 1 {
+			result += fmt.Sprintf(" (%d/%d %s)", t.Passed, t.Checks, fbWord(lang, "checks"))
+		}
+		fmt.Fprintf(&b, "| %s %s | %s / %d | %s |\n", t.ID, mdCell(t.Title), FormatPoints(t.Score), t.Points, result)
+	}
+	if f.HiddenTasks > 0 {
 		fmt.Fprintf(&b, "| %s | — | %s |\n", fbWord(lang, "hidden"), fbWord(lang, "withheld"))
 	}
 	b.WriteString("\n")
 
 	// What passed: one line per task.
 	var passed []string
-	for _, t := range g.Tasks {
-		if ts, _ := s.Task(t.ID); !hidden(t) && ts.Status.Passed() {
-			line := fmt.Sprintf("- **%s** %s", t.ID, mdInline(t.Title))
-			if ts.Status == Warn {
-				if rt := reportTask[t.ID]; rt != nil {
-					for _, c := range rt.Checks {
-						if c.Status == Warn {
-							line += fmt.Sprintf("\n  - ! %s: %s", mdInline(c.Title), mdInline(c.Message))
-						}
-					}
-				}
-			}
-			passed = append(passed, line)
+	for _, t := range f.Passed {
+		line := fmt.Sprintf("- **%s** %s", t.ID, mdInline(t.Title))
+		for _, c := range t.Evidence {
+			line += fmt.Sprintf("\n  - ! %s: %s", mdInline(c.Title), mdInline(c.Message))
 		}
+		passed = append(passed, line)
 	}
 	if len(passed) > 0 {
 		fmt.Fprintf(&b, "## %s\n\n%s\n\n", fbWord(lang, "passed"), strings.Join(passed, "\n"))
@@ -138,31 +238,26 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 
 	// What did not pass: each check with its evidence, then the hint.
 	var failed strings.Builder
-	for _, t := range g.Tasks {
-		ts, _ := s.Task(t.ID)
-		rt := reportTask[t.ID]
-		if hidden(t) || ts.Status.Passed() || (rt == nil && ts.Reason == "") {
-			continue // nothing to say beyond the table (no check ran)
+	for _, t := range f.Failed {
+		fmt.Fprintf(&failed, "### %s %s (%s / %d)\n\n", t.ID, mdInline(t.Title), FormatPoints(t.Score), t.Points)
+		if t.Reason != "" {
+			fmt.Fprintf(&failed, "%s\n\n", mdInline(t.Reason))
 		}
-		fmt.Fprintf(&failed, "### %s %s (%s / %d)\n\n", t.ID, mdInline(t.Title), FormatPoints(ts.Score), t.Points)
-		if ts.Reason != "" {
-			fmt.Fprintf(&failed, "%s\n\n", mdInline(ts.Reason))
-		}
-		if rt != nil {
-			for _, c := range rt.Checks {
+		if t.Verified {
+			for _, c := range t.Evidence {
 				writeFeedbackCheck(&failed, lang, c)
 			}
 			failed.WriteString("\n")
-			if rt.Hint != "" {
-				fmt.Fprintf(&failed, "**%s:** %s\n\n", fbWord(lang, "hint"), mdInline(rt.Hint))
+			if t.Hint != "" {
+				fmt.Fprintf(&failed, "**%s:** %s\n\n", fbWord(lang, "hint"), mdInline(t.Hint))
 			}
 		}
 	}
 	if failed.Len() > 0 {
 		fmt.Fprintf(&b, "## %s\n\n%s", fbWord(lang, "failed"), failed.String())
 	}
-	if hiddenCount > 0 {
-		fmt.Fprintf(&b, "## %s\n\n%s\n\n", fbWord(lang, "hidden"), fmt.Sprintf(fbWord(lang, "hiddenText"), hiddenCount, FormatPoints(float64(hiddenPoints))))
+	if f.HiddenTasks > 0 {
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", fbWord(lang, "hidden"), f.HiddenText())
 	}
 	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
 	return err

@@ -25,6 +25,24 @@ type Gradebook struct {
 	Credit string `json:"credit"`
 	// Submissions are sorted by student.
 	Submissions []*GradedSubmission `json:"submissions"`
+	// Run describes the latest run of `labctl grade` that wrote the
+	// gradebook (results.json files of older labctl versions have none).
+	Run *GradeRun `json:"run,omitempty"`
+}
+
+// GradeRun is how a run of `labctl grade` graded: which labctl, when, and
+// the limits every submission had.
+type GradeRun struct {
+	// Version is labctl's build version.
+	Version string    `json:"version,omitempty"`
+	Started time.Time `json:"started"`
+	// Jobs is how many submissions were graded at once.
+	Jobs int `json:"jobs,omitempty"`
+	// Timeout is the wall-time limit of a submission, build to teardown.
+	Timeout Duration `json:"timeout,omitempty"`
+	// CPU and MemoryBytes limit each submission's manager (0: no limit).
+	CPU         Duration `json:"cpu,omitempty"`
+	MemoryBytes int64    `json:"memoryBytes,omitempty"`
 }
 
 // GradeTask is one task of the lab as the gradebook counts it.

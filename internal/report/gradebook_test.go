@@ -111,3 +111,18 @@ func TestGradebookJUnit(t *testing.T) {
 	require.True(t, strings.HasSuffix(doc.Suites[0].Cases[2].Name, "[hidden]"), "the instructor's JUnit shows hidden tasks")
 	require.Equal(t, "no BackupReady condition", doc.Suites[0].Cases[1].Failure.Message)
 }
+
+// TestGradebookJSONRecordsTheRun: results.json keeps the run (version,
+// limits), and files written before it was recorded still read.
+func TestGradebookJSONRecordsTheRun(t *testing.T) {
+	gb := fixtureClass()
+	var b bytes.Buffer
+	require.NoError(t, report.WriteGradebookJSON(&b, gb))
+	again, err := report.ReadGradebookJSON(&b)
+	require.NoError(t, err)
+	require.Equal(t, gb.Run, again.Run)
+
+	old, err := report.ReadGradebookJSON(strings.NewReader(`{"lab":"lab-8.2","tasks":[],"maxPoints":0,"credit":"tasks","submissions":[]}`))
+	require.NoError(t, err)
+	require.Nil(t, old.Run)
+}

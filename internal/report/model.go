@@ -1,7 +1,7 @@
 // Package report holds the result of verifying a lab and renders it: for a
 // terminal (lipgloss, through iostreams.Styles), as plain text, JSON and
 // JUnit XML. The model is plain data, so further formats (Markdown
-// feedback, gradebook CSV) are a function over it.
+// feedback, gradebook CSV, the HTML class report) are a function over it.
 package report
 
 import (

@@ -36,12 +36,15 @@ type Options struct {
 	BinDir       string
 	// UnsafeNoSandbox runs the students' code unconfined.
 	UnsafeNoSandbox bool
+	// Open opens report.html with Opener when grading ends.
+	Open   bool
+	Opener Opener
 }
 
 // NewCommand returns the grade command; runF replaces the work in tests of
 // flag parsing.
 func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{f: f}
+	o := &Options{f: f, Opener: SystemOpener}
 	cmd := &cobra.Command{
 		Use:   "grade LAB [SUBMISSION...]",
 		Short: "Grade a class of operator projects, each on its own cluster",
@@ -65,11 +68,14 @@ marked hidden count but are withheld from the students' feedback unless
 --reveal-hidden.
 
 Written to --out: gradebook.csv (student, total, max, one column per task),
-feedback/<student>.md, results.json, junit.xml and logs/<student>/. Grading
-a student again replaces only that student's row.`,
+feedback/<student>.md, results.json, junit.xml, report.html (the class at a
+glance: one self-contained page to open in a browser or attach to a mail;
+--open opens it) and logs/<student>/. Grading a student again replaces only
+that student's row.`,
 		Example: `  labctl grade lab-8.2 submissions/*
   labctl grade lab-8.2 --roster roster.csv --jobs 2 --out grades/lab-8.2
   labctl grade lab-8.2 --roster roster.csv alice      # re-grade one student
+  labctl grade lab-8.2 submissions/* --open           # then show report.html
 
   # roster.csv
   student,repo,ref
@@ -91,6 +97,7 @@ a student again replaces only that student's row.`,
 	cmd.Flags().BoolVar(&o.RevealHidden, "reveal-hidden", false, "show hidden tasks' checks in the students' feedback")
 	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditTasks), "scoring: tasks (a task's points when it passes) or checks (a task's points times the share of its checks that passed)")
 	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles, hints and feedback: en or ru (default from LANG)")
+	cmd.Flags().BoolVar(&o.Open, "open", false, "open report.html in the browser when grading ends")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "prebuilt etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
 	cmd.Flags().BoolVar(&o.UnsafeNoSandbox, "unsafe-no-sandbox", false, "build and run the submissions as you, unconfined (only where `labctl doctor` says sandboxing is impossible; a hostile submission can then forge grades)")
 	cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -147,7 +154,7 @@ func Run(ctx context.Context, o *Options) error {
 	if out == "" {
 		out = filepath.Join("grades", lab.ID)
 	}
-	_, err = grade.Run(ctx, grade.Options{
+	gb, err := grade.Run(ctx, grade.Options{
 		Lab:          lab,
 		Submissions:  subs,
 		Jobs:         o.Jobs,
@@ -158,9 +165,13 @@ func Run(ctx context.Context, o *Options) error {
 		Lang:         lang,
 		Streams:      o.f.IOStreams,
 		BinDir:       o.BinDir,
+		Version:      o.f.Version,
 
 		UnsafeNoSandbox: o.UnsafeNoSandbox,
 	})
+	if o.Open && gb != nil && ctx.Err() == nil { // graded, not interrupted
+		openReport(o, out)
+	}
 	return err
 }
 

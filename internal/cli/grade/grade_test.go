@@ -16,7 +16,7 @@ func TestFlags(t *testing.T) {
 	s, _, _ := iostreams.Test(false)
 	var got *Options
 	cmd := NewCommand(&cmdutil.Factory{IOStreams: s}, func(_ context.Context, o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"lab-8.2", "a", "b", "--roster", "r.csv", "--jobs", "3", "--timeout", "90s", "--out", "o", "--reveal-hidden", "--lang", "ru"})
+	cmd.SetArgs([]string{"lab-8.2", "a", "b", "--roster", "r.csv", "--jobs", "3", "--timeout", "90s", "--out", "o", "--reveal-hidden", "--lang", "ru", "--open"})
 	require.NoError(t, cmd.Execute())
 	require.Equal(t, "lab-8.2", got.Lab)
 	require.Equal(t, []string{"a", "b"}, got.Submissions)
@@ -26,6 +26,8 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, "o", got.Out)
 	require.True(t, got.RevealHidden)
 	require.Equal(t, "ru", got.Lang)
+	require.True(t, got.Open)
+	require.NotNil(t, got.Opener, "the system's opener by default")
 
 	cmd = NewCommand(&cmdutil.Factory{IOStreams: s}, func(context.Context, *Options) error { return nil })
 	cmd.SetArgs([]string{})
