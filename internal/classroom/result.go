@@ -24,6 +24,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -112,6 +113,7 @@ func NewResult(lab *labs.Lab, rep *report.Report) *Result {
 		if ts.Reason != "" {
 			test.Message += "\n" + ts.Reason
 		}
+		test.Message = cut(test.Message, MessageBudget/max(len(lab.Tasks), 1))
 		var spent time.Duration
 		for _, c := range rt.Checks {
 			spent += time.Duration(c.Duration)
@@ -128,6 +130,38 @@ func NewResult(lab *labs.Lab, rep *report.Report) *Result {
 		}
 	}
 	return res
+}
+
+// MessageBudget bounds the tests' messages together, in bytes. The
+// reporter gets the result in an environment variable, and Linux refuses
+// to start a program with one longer than 128 KiB (base64 grows it by a
+// third): past that the run would fail instead of reporting.
+const MessageBudget = 60 << 10
+
+// cut shortens a message to at most limit bytes. It keeps the start of the
+// evidence and the last two lines (the hint, and the reason a rule decided
+// the score), cuts at line ends when it can, and says where the rest is.
+func cut(msg string, limit int) string {
+	if len(msg) <= limit {
+		return msg
+	}
+	const more = "\n    … (cut: the whole report is in the log of the verify step)\n"
+	tail := ""
+	for n, end := 0, len(msg); n < 2; n++ {
+		i := strings.LastIndexByte(msg[:end], '\n')
+		if i < 0 || len(msg)-i-1 > limit/3 {
+			break
+		}
+		tail, end = msg[i+1:], i
+	}
+	keep := max(limit-len(more)-len(tail), 0)
+	for keep > 0 && !utf8.RuneStart(msg[keep]) {
+		keep--
+	}
+	if i := strings.LastIndexByte(msg[:keep], '\n'); i > keep/2 {
+		keep = i
+	}
+	return msg[:keep] + more + tail
 }
 
 // testStatus maps a task's graded status to the reporter's words: a

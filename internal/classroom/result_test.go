@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -175,4 +176,29 @@ func TestResultOnlySomeTasksVerified(t *testing.T) {
 	require.Equal(t, classroom.StatusPass, res.Tests[0].Status)
 	require.Equal(t, classroom.StatusError, res.Tests[1].Status)
 	require.Equal(t, "not verified in this run", res.Tests[1].Message)
+}
+
+// Linux starts no program with an environment variable over 128 KiB: the
+// reporter gets the result in one, so long evidence is cut.
+func TestResultFitsInAnEnvironmentVariable(t *testing.T) {
+	lab := lab82(t)
+	rep := reportFor(lab, func(string, string) report.Status { return report.Fail })
+	long := strings.Repeat("operator log line with ünïcode 🙂\n", 2000)
+	for _, task := range rep.Tasks {
+		for _, c := range task.Checks {
+			c.Logs = strings.Split(long, "\n")
+		}
+	}
+	var out bytes.Buffer
+	require.NoError(t, classroom.Write(&out, lab, rep))
+	require.Less(t, out.Len(), 128<<10)
+	res, err := classroom.Decode(out.String())
+	require.NoError(t, err)
+	for _, test := range res.Tests {
+		require.LessOrEqual(t, len(test.Message), classroom.MessageBudget/len(lab.Tasks))
+		require.True(t, utf8.ValidString(test.Message))
+		require.True(t, strings.HasPrefix(test.Message, "✗ "+test.Name[:strings.IndexByte(test.Name, ' ')]), "the start of the evidence is kept")
+		require.Contains(t, test.Message, "(cut: the whole report is in the log of the verify step)")
+		require.Regexp(t, `\n    hint: [^\n]+$`, test.Message, "and the hint")
+	}
 }
