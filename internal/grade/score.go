@@ -48,7 +48,8 @@ var Credits = []Credit{CreditTasks, CreditChecks}
 // Database is Ready, the Backup completed), so the checks after it prove
 // nothing without it — which is also what keeps an operator that only
 // writes a status from collecting points for it. With CreditTasks a task
-// earns all its points when every check passed, else none. A task with no
+// earns all its points when verify passes it (every check passed or was
+// skipped, at least one passed, no graded warning), else none. A task with no
 // checks in the report (or no report) earns nothing.
 func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.TaskScore, total float64) {
 	gates, graded := map[string]bool{}, map[string]bool{}
@@ -96,7 +97,11 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 			switch {
 			case ts.Checks == 0:
 			case credit == CreditTasks:
-				if ts.Passed == ts.Checks {
+				// As verify decides the task: a skipped check (it could
+				// not be provoked here) costs nothing when the task's
+				// other checks passed; a task with only skipped checks is
+				// skipped and earns nothing.
+				if ts.Status.Passed() {
 					ts.Score = float64(lt.Points)
 				} else if gradedWarn != nil {
 					ts.Reason = fmt.Sprintf("No points: %q is required for grading.", gradedWarn.Title)

@@ -65,12 +65,53 @@ func studentFromDir(dir string) string {
 	return id
 }
 
-// Roster columns, by header name (case-insensitive).
+// Roster columns, by header name (case-insensitive). A GitHub Classroom
+// roster export has "identifier","github_username","github_id","name".
 var rosterColumns = map[string]string{
 	"student": "student", "id": "student", "student_id": "student", "login": "student",
 	"dir": "dir", "path": "dir", "directory": "dir",
 	"repo": "repo", "url": "repo", "git": "repo", "repository": "repo",
 	"ref": "ref", "branch": "ref", "commit": "ref", "tag": "ref",
+	"github_username": "github", "github": "github",
+	"identifier": "identifier",
+}
+
+// Classroom names the repositories of a GitHub Classroom assignment, which
+// Classroom creates as ORG/PREFIX-USERNAME.
+type Classroom struct {
+	Org        string
+	Assignment string
+}
+
+var (
+	githubNamePattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
+	githubRepoPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+)
+
+// Validate checks the organisation and the prefix: they become a URL.
+func (c Classroom) Validate() error {
+	if !githubNamePattern.MatchString(c.Org) {
+		return fmt.Errorf("invalid GitHub organisation %q", c.Org)
+	}
+	if !githubRepoPattern.MatchString(c.Assignment) {
+		return fmt.Errorf("invalid assignment prefix %q: use the start of the students' repository names, before -USERNAME", c.Assignment)
+	}
+	return nil
+}
+
+// RepoURL is a student's repository of the assignment.
+func (c Classroom) RepoURL(username string) string {
+	return "https://github.com/" + c.Org + "/" + c.Assignment + "-" + username
+}
+
+// RosterOptions say how to read a roster.
+type RosterOptions struct {
+	// BaseDir is the roster's directory: relative dirs and repository paths
+	// are relative to it.
+	BaseDir string
+	// Classroom maps the github_username column of a GitHub Classroom
+	// roster export to each student's repository.
+	Classroom *Classroom
 }
 
 // ParseRoster reads a roster CSV: a header row naming the columns
@@ -79,9 +120,20 @@ var rosterColumns = map[string]string{
 // repository paths) are relative to baseDir, the roster's directory.
 // Empty lines and lines starting with # are skipped.
 func ParseRoster(r io.Reader, baseDir string) ([]Submission, error) {
+	subs, _, err := ParseRosterWith(r, RosterOptions{BaseDir: baseDir})
+	return subs, err
+}
+
+// ParseRosterWith is ParseRoster that also reads a GitHub Classroom roster
+// export: with o.Classroom, a github_username column (and no dir or repo
+// column) names each student and their repository; the student id is the
+// username unless a student column sets it. Entries not linked to a GitHub
+// account have no repository: they are returned in unlinked (by
+// identifier), not graded.
+func ParseRosterWith(r io.Reader, o RosterOptions) (subs []Submission, unlinked []string, err error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n") {
@@ -95,28 +147,40 @@ func ParseRoster(r io.Reader, baseDir string) ([]Submission, error) {
 	cr.TrimLeadingSpace = true
 	records, err := cr.ReadAll()
 	if err != nil {
-		return nil, fmt.Errorf("roster: %w", err)
+		return nil, nil, fmt.Errorf("roster: %w", err)
 	}
 	if len(records) == 0 {
-		return nil, errors.New("roster: empty")
+		return nil, nil, errors.New("roster: empty")
 	}
 	col := map[string]int{}
 	for i, h := range records[0] {
 		h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
 		if name, ok := rosterColumns[h]; ok {
 			if _, dup := col[name]; dup {
-				return nil, fmt.Errorf("roster: header names the %s column twice", name)
+				return nil, nil, fmt.Errorf("roster: header names the %s column twice", name)
 			}
 			col[name] = i
 		}
 	}
-	if _, ok := col["student"]; !ok {
-		return nil, fmt.Errorf("roster: the first row must be a header with a student column and a dir or repo column (got %q)", strings.Join(records[0], ","))
+	_, hasStudent := col["student"]
+	_, hasGitHub := col["github"]
+	if !hasStudent && !hasGitHub {
+		return nil, nil, fmt.Errorf("roster: the first row must be a header with a student column and a dir or repo column (got %q)", strings.Join(records[0], ","))
 	}
 	_, hasDir := col["dir"]
 	_, hasRepo := col["repo"]
-	if !hasDir && !hasRepo {
-		return nil, errors.New("roster: the header needs a dir (or path) column or a repo (or url) column")
+	classroom := hasGitHub && !hasDir && !hasRepo
+	switch {
+	case classroom && o.Classroom == nil:
+		return nil, nil, errors.New("roster: a GitHub Classroom roster names no repositories: pass --classroom-org ORG --assignment PREFIX (repositories ORG/PREFIX-USERNAME)")
+	case classroom:
+		if err := o.Classroom.Validate(); err != nil {
+			return nil, nil, err
+		}
+	case !hasStudent:
+		return nil, nil, errors.New("roster: the header needs a student column beside dir or repo")
+	case !hasDir && !hasRepo:
+		return nil, nil, errors.New("roster: the header needs a dir (or path) column or a repo (or url) column")
 	}
 	get := func(rec []string, name string) string {
 		if i, ok := col[name]; ok && i < len(rec) {
@@ -124,37 +188,106 @@ func ParseRoster(r io.Reader, baseDir string) ([]Submission, error) {
 		}
 		return ""
 	}
-	var subs []Submission
 	seen := map[string]int{}
 	for n, rec := range records[1:] {
 		line := n + 2
 		s := Submission{Student: get(rec, "student"), Dir: get(rec, "dir"), Repo: get(rec, "repo"), Ref: get(rec, "ref")}
+		if classroom {
+			user := get(rec, "github")
+			if user == "" {
+				who := get(rec, "identifier")
+				if who == "" {
+					who = s.Student
+				}
+				if who == "" {
+					who = fmt.Sprintf("row %d", line)
+				}
+				unlinked = append(unlinked, who)
+				continue
+			}
+			if !githubNamePattern.MatchString(user) {
+				return nil, nil, fmt.Errorf("roster row %d: %q is not a GitHub username", line, user)
+			}
+			if s.Student == "" {
+				s.Student = user
+			}
+			s.Repo = o.Classroom.RepoURL(user)
+		}
 		if err := ValidStudent(s.Student); err != nil {
-			return nil, fmt.Errorf("roster row %d: %w", line, err)
+			return nil, nil, fmt.Errorf("roster row %d: %w", line, err)
 		}
 		if prev, dup := seen[s.Student]; dup {
-			return nil, fmt.Errorf("roster row %d: student %s is already on row %d", line, s.Student, prev)
+			return nil, nil, fmt.Errorf("roster row %d: student %s is already on row %d", line, s.Student, prev)
 		}
 		seen[s.Student] = line
 		if strings.HasPrefix(s.Repo, "-") || strings.HasPrefix(s.Ref, "-") {
-			return nil, fmt.Errorf("roster row %d: a repo or ref may not start with '-'", line)
+			return nil, nil, fmt.Errorf("roster row %d: a repo or ref may not start with '-'", line)
 		}
 		switch {
 		case s.Dir != "" && s.Repo != "":
-			return nil, fmt.Errorf("roster row %d: set a dir or a repo for %s, not both", line, s.Student)
+			return nil, nil, fmt.Errorf("roster row %d: set a dir or a repo for %s, not both", line, s.Student)
 		case s.Dir == "" && s.Repo == "":
-			return nil, fmt.Errorf("roster row %d: no dir or repo for %s", line, s.Student)
+			return nil, nil, fmt.Errorf("roster row %d: no dir or repo for %s", line, s.Student)
 		case s.Dir != "":
 			if s.Ref != "" {
-				return nil, fmt.Errorf("roster row %d: a ref needs a repo, %s has a dir", line, s.Student)
+				return nil, nil, fmt.Errorf("roster row %d: a ref needs a repo, %s has a dir", line, s.Student)
 			}
 			if !filepath.IsAbs(s.Dir) {
-				s.Dir = filepath.Join(baseDir, s.Dir)
+				s.Dir = filepath.Join(o.BaseDir, s.Dir)
 			}
 		case isLocalPath(s.Repo) && !filepath.IsAbs(s.Repo):
-			s.Repo = filepath.Join(baseDir, s.Repo)
+			s.Repo = filepath.Join(o.BaseDir, s.Repo)
 		}
 		subs = append(subs, s)
+	}
+	return subs, unlinked, nil
+}
+
+// ParseRepoList reads a list of student repositories, one git URL (or
+// repository path) per line, as GitHub Classroom lists an assignment's
+// repositories; empty lines and lines starting with # are skipped. The
+// student id is the repository's name without the assignment prefix
+// ("PREFIX-", when assignment is set), made a valid id as directory names
+// are. Relative paths are relative to baseDir.
+func ParseRepoList(r io.Reader, assignment, baseDir string) ([]Submission, error) {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var subs []Submission
+	seen := map[string]int{}
+	for n, l := range strings.Split(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n") {
+		line, repo := n+1, strings.TrimSpace(l)
+		if repo == "" || strings.HasPrefix(repo, "#") {
+			continue
+		}
+		if strings.HasPrefix(repo, "-") || strings.ContainsAny(repo, " \t") {
+			return nil, fmt.Errorf("repository list line %d: %q is not a repository URL", line, repo)
+		}
+		name := strings.TrimSuffix(strings.TrimRight(repo, "/"), ".git")
+		name = name[strings.LastIndexAny(name, "/:")+1:]
+		if assignment != "" {
+			prefix := assignment + "-"
+			if len(name) <= len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) {
+				return nil, fmt.Errorf("repository list line %d: %s is not a repository of assignment %s (named %sUSERNAME)", line, name, assignment, prefix)
+			}
+			name = name[len(prefix):]
+		}
+		id := studentFromDir(name)
+		if err := ValidStudent(id); err != nil {
+			return nil, fmt.Errorf("repository list line %d: %w", line, err)
+		}
+		if prev, dup := seen[id]; dup {
+			return nil, fmt.Errorf("repository list line %d: student %s is already on line %d", line, id, prev)
+		}
+		seen[id] = line
+		if isLocalPath(repo) && !filepath.IsAbs(repo) {
+			repo = filepath.Join(baseDir, repo)
+		}
+		subs = append(subs, Submission{Student: id, Repo: repo})
+	}
+	if len(subs) == 0 {
+		return nil, errors.New("repository list: no repositories")
 	}
 	return subs, nil
 }

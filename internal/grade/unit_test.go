@@ -162,3 +162,18 @@ func TestScoreAllOrNothing(t *testing.T) {
 	require.Equal(t, 5.0, tasks[2].Score)
 	require.Equal(t, 15.0, total)
 }
+
+func TestScoreTasksSkippedChecksCostNothing(t *testing.T) {
+	lab := scoringLab()
+	// A check that could not be provoked here (skipped) beside passing
+	// ones: verify passes the task, and so does the score.
+	rep := reportOf(lab, checkSet(map[string]report.Status{
+		"ready": report.Pass, "children": report.Skipped, "a": report.Pass, "b": report.Skipped, "c": report.Skipped,
+	}))
+	tasks, total := grade.Score(lab, rep, grade.CreditTasks)
+	require.Equal(t, 10.0, tasks[0].Score)
+	require.Equal(t, 6.0, tasks[1].Score)
+	require.Equal(t, 0.0, tasks[2].Score, "only skipped checks: nothing was shown")
+	require.Equal(t, report.Skipped, tasks[2].Status)
+	require.Equal(t, 16.0, total)
+}

@@ -89,3 +89,12 @@ func (s *IOStreams) Styles() Styles {
 type Styles struct {
 	Success, Failure, Warning, Muted, Bold, Title lipgloss.Style
 }
+
+// PlainStyles is the palette with colour off: every style renders text
+// unchanged. For output that is no terminal's whatever the streams are
+// (files, values other programs read).
+func PlainStyles() Styles {
+	s := &IOStreams{Out: io.Discard}
+	s.initRenderer()
+	return s.Styles()
+}

@@ -116,31 +116,7 @@ func WriteText(w io.Writer, st iostreams.Styles, r *Report, verbose bool) error 
 
 	shown := map[string]string{} // check ID -> the task under which its evidence was printed
 	for _, t := range r.Tasks {
-		fmt.Fprintf(&b, "%s %-7s %s  %s\n", styled(st, t.Status, Mark(t.Status)), t.ID, CleanLine(t.Title),
-			st.Muted.Render(fmt.Sprintf("%d/%d", t.Score, t.Points)))
-		show := verbose || !t.Status.Passed() || t.Status == Warn
-		if !show {
-			continue
-		}
-		if t.Hidden && !verbose {
-			fmt.Fprintf(&b, "    %s\n", st.Muted.Render("("+label(lang, "withheld")+")"))
-			continue
-		}
-		for _, c := range t.Checks {
-			if !verbose && c.Status == Pass {
-				continue
-			}
-			if first, ok := shown[c.ID]; ok {
-				fmt.Fprintf(&b, "    %s %s  %s\n", styled(st, c.Status, Mark(c.Status)), CleanLine(c.Title),
-					st.Muted.Render(fmt.Sprintf("%s · %s %s", c.ID, label(lang, "see"), first)))
-				continue
-			}
-			shown[c.ID] = t.ID
-			writeCheck(&b, st, lang, c)
-		}
-		if (t.Status == Fail || t.Status == Error) && t.Hint != "" {
-			fmt.Fprintf(&b, "    %s %s\n", st.Bold.Render(label(lang, "hint")+":"), CleanLine(t.Hint))
-		}
+		writeTask(&b, st, lang, t, verbose, shown)
 	}
 	fmt.Fprintln(&b)
 	sum := r.Summary
@@ -163,6 +139,48 @@ func WriteText(w io.Writer, st iostreams.Styles, r *Report, verbose bool) error 
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// WriteTaskText writes one task as the text report shows it: its line and,
+// when it did not pass (or only with a warning), each check with its
+// evidence and the task's hint. Hidden tasks keep their evidence withheld
+// unless verbose. Other formats that carry one task's feedback (GitHub
+// Classroom's test messages) use it so students read the same words.
+func WriteTaskText(w io.Writer, st iostreams.Styles, lang string, t *Task, verbose bool) error {
+	var b strings.Builder
+	writeTask(&b, st, lang, t, verbose, map[string]string{})
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeTask writes a task; shown remembers under which task a shared
+// check's evidence was already printed, so it is printed once.
+func writeTask(b *strings.Builder, st iostreams.Styles, lang string, t *Task, verbose bool, shown map[string]string) {
+	fmt.Fprintf(b, "%s %-7s %s  %s\n", styled(st, t.Status, Mark(t.Status)), t.ID, CleanLine(t.Title),
+		st.Muted.Render(fmt.Sprintf("%d/%d", t.Score, t.Points)))
+	show := verbose || !t.Status.Passed() || t.Status == Warn
+	if !show {
+		return
+	}
+	if t.Hidden && !verbose {
+		fmt.Fprintf(b, "    %s\n", st.Muted.Render("("+label(lang, "withheld")+")"))
+		return
+	}
+	for _, c := range t.Checks {
+		if !verbose && c.Status == Pass {
+			continue
+		}
+		if first, ok := shown[c.ID]; ok {
+			fmt.Fprintf(b, "    %s %s  %s\n", styled(st, c.Status, Mark(c.Status)), CleanLine(c.Title),
+				st.Muted.Render(fmt.Sprintf("%s · %s %s", c.ID, label(lang, "see"), first)))
+			continue
+		}
+		shown[c.ID] = t.ID
+		writeCheck(b, st, lang, c)
+	}
+	if (t.Status == Fail || t.Status == Error) && t.Hint != "" {
+		fmt.Fprintf(b, "    %s %s\n", st.Bold.Render(label(lang, "hint")+":"), CleanLine(t.Hint))
+	}
 }
 
 func writeCheck(b *strings.Builder, st iostreams.Styles, lang string, c *Check) {

@@ -24,16 +24,21 @@ import (
 type Options struct {
 	f *cmdutil.Factory
 
-	Lab          string
-	Submissions  []string
-	Roster       string
-	Jobs         int
-	Timeout      time.Duration
-	Out          string
-	RevealHidden bool
-	Credit       string
-	Lang         string
-	BinDir       string
+	Lab         string
+	Submissions []string
+	Roster      string
+	// ClassroomOrg and Assignment name a GitHub Classroom assignment's
+	// repositories (ORG/PREFIX-USERNAME); ClassroomRepos lists them.
+	ClassroomOrg   string
+	Assignment     string
+	ClassroomRepos string
+	Jobs           int
+	Timeout        time.Duration
+	Out            string
+	RevealHidden   bool
+	Credit         string
+	Lang           string
+	BinDir         string
 	// UnsafeNoSandbox runs the students' code unconfined.
 	UnsafeNoSandbox bool
 	// Open opens report.html with Opener when grading ends.
@@ -60,6 +65,12 @@ A SUBMISSION is a project directory; the student id is its name. With
 dir column, or a repo column (git URL or path) with an optional ref column
 (branch, tag or commit). Arguments after LAB then pick students of the roster.
 
+GitHub Classroom: --roster takes the roster export (identifier,
+github_username, ...) with --classroom-org ORG --assignment PREFIX, and
+grades https://github.com/ORG/PREFIX-USERNAME for every linked student; or
+--classroom-repos FILE lists the repositories, one URL per line, the student
+id being the name after PREFIX-.
+
 Points per task come from the lab. A task earns its points when its checks pass
 (as labctl verify decides the task), so a submission gets credit for each task
 it solved; --credit checks gives partial credit inside a task instead (the
@@ -76,6 +87,8 @@ that student's row.`,
   labctl grade lab-8.2 --roster roster.csv --jobs 2 --out grades/lab-8.2
   labctl grade lab-8.2 --roster roster.csv alice      # re-grade one student
   labctl grade lab-8.2 submissions/* --open           # then show report.html
+  labctl grade lab-8.2 --roster classroom_roster.csv --classroom-org k8s-course --assignment lab-8-2
+  labctl grade lab-8.2 --classroom-repos repos.txt --assignment lab-8-2
 
   # roster.csv
   student,repo,ref
@@ -90,7 +103,10 @@ that student's row.`,
 			return Run(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Roster, "roster", "", "CSV of students: student,dir or student,repo,ref")
+	cmd.Flags().StringVar(&o.Roster, "roster", "", "CSV of students: student,dir or student,repo,ref, or a GitHub Classroom roster export")
+	cmd.Flags().StringVar(&o.ClassroomOrg, "classroom-org", "", "GitHub organisation of a GitHub Classroom assignment (with --roster and --assignment)")
+	cmd.Flags().StringVar(&o.Assignment, "assignment", "", "prefix of the assignment's repositories: ORG/PREFIX-USERNAME")
+	cmd.Flags().StringVar(&o.ClassroomRepos, "classroom-repos", "", "file listing the students' repositories, one URL per line")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, fmt.Sprintf("submissions graded at once (default: one per core and 512 MiB free, here %d)", grade.DefaultJobs()))
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", grade.DefaultTimeout, "wall-time limit per submission, build to teardown")
 	cmd.Flags().StringVar(&o.Out, "out", "", "output directory (default grades/LAB)")
@@ -133,18 +149,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	var roster []grade.Submission
-	if o.Roster != "" {
-		f, err := os.Open(o.Roster)
-		if err != nil {
-			return userr.Usage(fmt.Sprintf("cannot read the roster: %v", err), "pass --roster with a CSV file")
-		}
-		abs, _ := filepath.Abs(o.Roster)
-		roster, err = grade.ParseRoster(f, filepath.Dir(abs))
-		f.Close()
-		if err != nil {
-			return userr.Usage(err.Error(), "the header names the columns: student,dir or student,repo,ref")
-		}
+	roster, err := readRoster(o)
+	if err != nil {
+		return err
 	}
 	subs, err := grade.Select(o.Submissions, roster)
 	if err != nil {
@@ -173,6 +180,55 @@ func Run(ctx context.Context, o *Options) error {
 		openReport(o, out)
 	}
 	return err
+}
+
+// readRoster reads --roster (a roster or a GitHub Classroom export) or
+// --classroom-repos; nil when neither is given.
+func readRoster(o *Options) ([]grade.Submission, error) {
+	var cl *grade.Classroom
+	switch {
+	case o.Roster != "" && o.ClassroomRepos != "":
+		return nil, userr.Usage("--roster and --classroom-repos both list the class", "give one of them")
+	case o.ClassroomOrg != "" && o.ClassroomRepos != "":
+		return nil, userr.Usage("--classroom-repos already names the repositories", "drop --classroom-org (keep --assignment to strip the repositories' prefix)")
+	case o.ClassroomOrg != "" && o.Roster == "":
+		return nil, userr.Usage("--classroom-org needs the roster export", "pass --roster classroom_roster.csv")
+	case o.ClassroomOrg != "" || (o.Assignment != "" && o.Roster != ""):
+		cl = &grade.Classroom{Org: o.ClassroomOrg, Assignment: o.Assignment}
+		if err := cl.Validate(); err != nil {
+			return nil, userr.Usage(err.Error(), "pass --classroom-org ORG --assignment PREFIX for repositories ORG/PREFIX-USERNAME")
+		}
+	case o.Assignment != "" && o.ClassroomRepos == "":
+		return nil, userr.Usage("--assignment needs --roster with --classroom-org, or --classroom-repos", "see labctl grade --help")
+	}
+	path := o.Roster
+	if path == "" {
+		path = o.ClassroomRepos
+	}
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, userr.Usage(fmt.Sprintf("cannot read the class list: %v", err), "pass an existing file")
+	}
+	defer f.Close()
+	abs, _ := filepath.Abs(path)
+	if o.ClassroomRepos != "" {
+		subs, err := grade.ParseRepoList(f, o.Assignment, filepath.Dir(abs))
+		if err != nil {
+			return nil, userr.Usage(err.Error(), "list one repository URL per line, named PREFIX-USERNAME with --assignment PREFIX")
+		}
+		return subs, nil
+	}
+	subs, unlinked, err := grade.ParseRosterWith(f, grade.RosterOptions{BaseDir: filepath.Dir(abs), Classroom: cl})
+	if err != nil {
+		return nil, userr.Usage(err.Error(), "the header names the columns: student,dir or student,repo,ref (or a GitHub Classroom export with --classroom-org)")
+	}
+	if len(unlinked) > 0 {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "not graded: %d roster entries have no GitHub account linked (%s)\n", len(unlinked), strings.Join(unlinked, ", "))
+	}
+	return subs, nil
 }
 
 // language picks en or ru: the flag, else the locale.

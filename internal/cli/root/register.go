@@ -3,6 +3,7 @@ package root
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/labctl/labctl/internal/cli/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cli/controlplane"
 	"github.com/labctl/labctl/internal/cli/doctor"
@@ -28,5 +29,6 @@ func init() {
 		func(f *cmdutil.Factory) *cobra.Command { return verify.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return labscmd.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return solution.NewCommand(f, nil) },
+		func(f *cmdutil.Factory) *cobra.Command { return classroom.NewCommand(f, nil) },
 	)
 }

@@ -18,10 +18,12 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/labctl/labctl/internal/checks"
+	"github.com/labctl/labctl/internal/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/userr"
@@ -70,10 +72,16 @@ its events and an excerpt of the operator's log.
 
 Each run works in a fresh namespace labctl-<lab>-<random> and deletes it
 afterwards (--keep leaves it for inspection). Exit status 0 means every
-task passed, 3 that at least one did not.`,
+task passed, 3 that at least one did not.
+
+-o classroom is for GitHub Classroom (see labctl classroom init): stdout
+gets one line, the base64-encoded result its autograding reporter reads
+(one test per task, scored as labctl grade does), and stderr the text
+report.`,
 		Example: `  labctl verify lab-8.2
   labctl verify 3.4 --task 6.2
-  labctl verify lab-8.2 --project ~/postgres-operator -o junit > report.xml`,
+  labctl verify lab-8.2 --project ~/postgres-operator -o junit > report.xml
+  labctl verify lab-8.2 -o classroom | base64 -d    # what GitHub Classroom reads`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			all, _ := loadLabs(o)
@@ -89,14 +97,14 @@ task passed, 3 that at least one did not.`,
 	}
 	cmd.Flags().StringSliceVar(&o.Tasks, "task", nil, "verify only these tasks (e.g. 6.2; repeat or separate with commas)")
 	cmd.Flags().StringVar(&o.Project, "project", "", "your kubebuilder project, for the checks that read the source (default: the deployed operator's)")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatTable, "output format: "+strings.Join(report.Formats, ", "))
+	cmd.Flags().StringVarP(&o.Output, "output", "o", report.FormatTable, "output format: "+strings.Join(formats, ", "))
 	cmd.Flags().BoolVar(&o.Keep, "keep", false, "keep the namespace and its objects after the run")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 15*time.Minute, "give up the whole run after this long")
 	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles and hints: en or ru (default from LANG)")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
 	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return report.Formats, cobra.ShellCompDirectiveNoFileComp
+		return formats, cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = cmd.RegisterFlagCompletionFunc("lang", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return labs.Langs, cobra.ShellCompDirectiveNoFileComp
@@ -155,8 +163,8 @@ func Run(ctx context.Context, o *Options) error {
 			return userr.Usage(fmt.Sprintf("%s has no task %q", lab.ID, t), "its tasks: "+strings.Join(ids, ", "))
 		}
 	}
-	if !slices.Contains(report.Formats, o.Output) {
-		return userr.Usage(fmt.Sprintf("unknown output format %q", o.Output), "use -o "+strings.Join(report.Formats, ", -o "))
+	if !slices.Contains(formats, o.Output) {
+		return userr.Usage(fmt.Sprintf("unknown output format %q", o.Output), "use -o "+strings.Join(formats, ", -o "))
 	}
 	lang, err := Lang(o.Lang, o.Getenv)
 	if err != nil {
@@ -240,7 +248,7 @@ func Run(ctx context.Context, o *Options) error {
 	} else {
 		step.Fail()
 	}
-	if err := report.Write(s, rep, o.Output); err != nil {
+	if err := write(s, lab, rep, o.Output); err != nil {
 		return err
 	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -250,6 +258,21 @@ func Run(ctx context.Context, o *Options) error {
 		return &cmdutil.SilentError{Code: userr.ExitChecks}
 	}
 	return nil
+}
+
+// formats are the -o values: the report's own and GitHub Classroom's.
+var formats = append(slices.Clone(report.Formats), classroom.Format)
+
+// write prints the report. For GitHub Classroom stdout carries only the
+// value its reporter reads; the text report goes to the log on stderr.
+func write(s *iostreams.IOStreams, lab *labs.Lab, rep *report.Report, format string) error {
+	if format != classroom.Format {
+		return report.Write(s, rep, format)
+	}
+	if err := report.WriteText(s.ErrOut, s.Styles(), rep, s.Verbose); err != nil {
+		return err
+	}
+	return classroom.Write(s.Out, lab, rep)
 }
 
 // FindOperator finds the operator under test: the manager labctl runs as a

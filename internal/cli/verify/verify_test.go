@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -8,8 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/labctl/labctl/internal/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -87,4 +91,26 @@ func TestLang(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, got, "%v %v", c.flag, c.env)
 	}
+}
+
+func TestClassroomOutput(t *testing.T) {
+	assert.Equal(t, "classroom", parse(t, "lab-8.2", "-o", "classroom").Output)
+
+	lab := &labs.Lab{ID: "lab-c", Tasks: []labs.Task{{ID: "1", Points: 3}, {ID: "2", Points: 7}}}
+	rep := &report.Report{Lab: "lab-c", Lang: "en", Tasks: []*report.Task{
+		{ID: "1", Title: "One", Points: 3, Hint: "read the docs", Checks: []*report.Check{{ID: "a", Title: "A", Status: report.Fail, Observed: "nothing"}}},
+		{ID: "2", Title: "Two", Points: 7, Checks: []*report.Check{{ID: "b", Title: "B", Status: report.Pass}}},
+	}}
+	rep.Finish()
+	s, out, errOut := iostreams.Test(false)
+	require.NoError(t, write(s, lab, rep, classroom.Format))
+	res, err := classroom.Decode(out.String())
+	require.NoError(t, err, "stdout is only the encoded result")
+	assert.Equal(t, 10, res.MaxScore)
+	assert.Equal(t, 7.0, res.Tests[0].Score+res.Tests[1].Score)
+	// The log shows the same text report as -o table.
+	var text bytes.Buffer
+	require.NoError(t, report.WriteText(&text, s.Styles(), rep, false))
+	assert.Equal(t, text.String(), errOut.String())
+	assert.Contains(t, errOut.String(), "hint: read the docs")
 }

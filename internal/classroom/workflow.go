@@ -1,0 +1,154 @@
+package classroom
+
+import (
+	_ "embed"
+	"fmt"
+	"io"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"text/template"
+
+	"golang.org/x/mod/semver"
+	kindversion "sigs.k8s.io/kind/pkg/cmd/kind/version"
+
+	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+)
+
+// WorkflowPath is where the workflow goes in a template repository.
+const WorkflowPath = ".github/workflows/classroom.yml"
+
+// Providers the workflow can run labctl with on a GitHub-hosted runner.
+const (
+	ProviderKind  = "kind"  // Docker is there: real pods
+	ProviderLocal = "local" // a local control plane, its binaries cached
+)
+
+// Providers lists them, the default first.
+var Providers = []string{ProviderKind, ProviderLocal}
+
+// DefaultGoVersion is set up when the repository has no go.mod: the Go
+// labctl itself needs.
+const DefaultGoVersion = "1.26"
+
+// Actions the workflow uses, pinned to full commit SHAs (the tag they
+// were released as in the comment): a moved tag cannot change what runs.
+var (
+	ActionCheckout     = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1"
+	ActionSetupGo      = "actions/setup-go@b7ad1dad31e06c5925ef5d2fc7ad053ef454303e # v7.0.0"
+	ActionCacheRestore = "actions/cache/restore@27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5"
+	ActionCacheSave    = "actions/cache/save@27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5"
+	ActionUpload       = "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0"
+	ActionReporter     = "classroom-resources/autograding-grading-reporter@d13b5912daf5042ac1b71bc38bdb4a6bcd61d8ca # v1"
+)
+
+//go:embed workflow.yml.tmpl
+var workflowText string
+
+var workflowTemplate = template.Must(template.New("classroom.yml").Parse(workflowText))
+
+// WorkflowOptions say what the workflow grades and how.
+type WorkflowOptions struct {
+	Lab *labs.Lab
+	// Provider is ProviderKind or ProviderLocal.
+	Provider string
+	// LabctlVersion is what `go install` fetches (see InstallVersion).
+	LabctlVersion string
+	// GoVersionFile is the repository's go.mod to take Go's version from
+	// ("" when it has none: DefaultGoVersion is set up).
+	GoVersionFile string
+}
+
+var (
+	labIDPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	goFilePattern  = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
+	errBadProvider = fmt.Errorf("the workflow runs labctl with --provider %s", strings.Join(Providers, " or "))
+)
+
+// RenderWorkflow writes the workflow. Everything it puts in a shell line
+// or a YAML scalar is checked first.
+func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
+	if o.Lab == nil || !labIDPattern.MatchString(o.Lab.ID) {
+		return fmt.Errorf("invalid lab for a workflow")
+	}
+	if o.Provider != ProviderKind && o.Provider != ProviderLocal {
+		return errBadProvider
+	}
+	if err := ValidLabctlVersion(o.LabctlVersion); err != nil {
+		return err
+	}
+	if o.GoVersionFile != "" && !goFilePattern.MatchString(o.GoVersionFile) {
+		return fmt.Errorf("invalid go-version-file %q", o.GoVersionFile)
+	}
+	type task struct {
+		ID, Title string
+		Points    int
+	}
+	data := struct {
+		WorkflowOptions
+		Title, ProviderText                                                  string
+		Tasks                                                                []task
+		MaxPoints, JobTimeout, UpTimeout                                     int
+		GoVersion, ControlPlaneKey, KindVersion, ClusterName                 string
+		RunnerID, ResultsEnv                                                 string
+		Checkout, SetupGo, CacheRestore, CacheSave, UploadArtifact, Reporter string
+	}{
+		WorkflowOptions: o,
+		Title:           report.CleanLine(o.Lab.Title.In("en")),
+		MaxPoints:       o.Lab.MaxPoints(),
+		GoVersion:       DefaultGoVersion,
+		ControlPlaneKey: controlplane.DefaultVersions().Key(),
+		KindVersion:     "v" + kindversion.Version(),
+		ClusterName:     cluster.DefaultName,
+		RunnerID:        RunnerID,
+		ResultsEnv:      ResultsEnv,
+		Checkout:        ActionCheckout,
+		SetupGo:         ActionSetupGo,
+		CacheRestore:    ActionCacheRestore,
+		CacheSave:       ActionCacheSave,
+		UploadArtifact:  ActionUpload,
+		Reporter:        ActionReporter,
+	}
+	for _, t := range o.Lab.Tasks {
+		data.Tasks = append(data.Tasks, task{ID: t.ID, Title: report.CleanLine(t.Title.In("en")), Points: t.Points})
+	}
+	switch o.Provider {
+	case ProviderKind:
+		// A kind cluster and an image build take minutes.
+		data.ProviderText, data.JobTimeout, data.UpTimeout = "kind, in the runner's Docker", 50, 20
+	default:
+		// A cold control-plane build takes up to 40 of them.
+		data.ProviderText, data.JobTimeout, data.UpTimeout = "local: a control plane with a kwok node", 75, 15
+	}
+	return workflowTemplate.Execute(w, data)
+}
+
+// ValidLabctlVersion accepts what `go install ...@VERSION` can fetch and a
+// workflow can pin: a semantic version (a tag or a pseudo-version) or
+// "latest".
+func ValidLabctlVersion(v string) error {
+	if v == "latest" || (semver.IsValid(v) && semver.Build(v) == "") {
+		return nil
+	}
+	return fmt.Errorf("labctl version %q cannot be installed with go install: use a release such as v0.1.0, or latest", v)
+}
+
+// InstallVersion is the labctl version the workflow installs: flag when
+// given, else the version this labctl was built as (the -X main.version
+// stamp, else the module version `go install` recorded). "" when neither
+// is a version go install can fetch (a build from a work tree).
+func InstallVersion(flag, built string) string {
+	if flag != "" {
+		return flag
+	}
+	if ValidLabctlVersion(built) == nil && built != "latest" {
+		return built
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && ValidLabctlVersion(info.Main.Version) == nil {
+		return info.Main.Version
+	}
+	return ""
+}

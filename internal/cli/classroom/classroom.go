@@ -1,0 +1,159 @@
+// Package classroom implements `labctl classroom init LAB`: the GitHub
+// Actions workflow that grades a lab in every student's repository of a
+// GitHub Classroom assignment.
+package classroom
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/labctl/labctl/internal/classroom"
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cli/verify"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/userr"
+	labsfs "github.com/labctl/labctl/labs"
+)
+
+// Options are the flags of `labctl classroom init`.
+type Options struct {
+	Streams *iostreams.IOStreams
+	// BuiltVersion is this labctl's version (the -X main.version stamp).
+	BuiltVersion string
+
+	Lab           string
+	Provider      string
+	Dir           string
+	Force         bool
+	LabctlVersion string
+}
+
+// NewCommand returns the classroom command group; runF replaces the work
+// of init in tests of flag parsing.
+func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	group := &cobra.Command{
+		Use:   "classroom",
+		Short: "Grade a lab with GitHub Classroom, each student's repository in its own runner",
+	}
+	o := &Options{Streams: f.IOStreams, BuiltVersion: f.Version}
+	initCmd := &cobra.Command{
+		Use:   "init LAB",
+		Short: "Write the GitHub Actions workflow that grades LAB in a template repository",
+		Long: `Write ` + classroom.WorkflowPath + ` into a template repository of a GitHub
+Classroom assignment. On every push to a student's repository it checks out
+the code, sets up Go, installs this version of labctl, starts a cluster
+(kind in the runner's Docker, or the local provider with its control-plane
+binaries cached), deploys the student's operator, runs labctl verify LAB -o
+classroom and reports one test per task to GitHub Classroom with the lab's
+points. labctl's logs are uploaded as an artifact when the run fails.
+
+An existing workflow is not replaced unless --force.`,
+		Example: `  labctl classroom init lab-8.2
+  labctl classroom init lab-3.4 --provider local --dir ~/course-template
+  labctl classroom init lab-8.2 --labctl-version v0.4.0 --force`,
+		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			all, _ := labs.Load(labsfs.FS)
+			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Lab = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	initCmd.Flags().StringVar(&o.Provider, "provider", classroom.ProviderKind, "cluster on the runner: "+strings.Join(classroom.Providers, " or "))
+	initCmd.Flags().StringVar(&o.Dir, "dir", ".", "the template repository")
+	initCmd.Flags().BoolVar(&o.Force, "force", false, "replace an existing workflow")
+	initCmd.Flags().StringVar(&o.LabctlVersion, "labctl-version", "", "labctl version the workflow installs (default: this labctl's)")
+	_ = initCmd.RegisterFlagCompletionFunc("provider", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return classroom.Providers, cobra.ShellCompDirectiveNoFileComp
+	})
+	group.AddCommand(initCmd)
+	return group
+}
+
+// Run writes the workflow.
+func Run(_ context.Context, o *Options) error {
+	all, err := labs.Load(labsfs.FS)
+	if err != nil {
+		return err
+	}
+	lab, err := verify.FindLab(all, o.Lab)
+	if err != nil {
+		return err
+	}
+	if o.Provider != classroom.ProviderKind && o.Provider != classroom.ProviderLocal {
+		return userr.Usage(fmt.Sprintf("the workflow cannot use provider %q", o.Provider), "use --provider kind (GitHub's runners have Docker) or --provider local")
+	}
+	if o.LabctlVersion != "" {
+		if err := classroom.ValidLabctlVersion(o.LabctlVersion); err != nil {
+			return userr.Usage(err.Error(), "pass --labctl-version with a tag of github.com/labctl/labctl, e.g. v0.4.0")
+		}
+	}
+	version := classroom.InstallVersion(o.LabctlVersion, o.BuiltVersion)
+	if version == "" {
+		return userr.Usage(fmt.Sprintf("this labctl (%s) was built without a release version, so the workflow cannot pin one", o.BuiltVersion),
+			"pass --labctl-version with a tag of github.com/labctl/labctl (e.g. v0.4.0), or --labctl-version latest")
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return userr.Usage(fmt.Sprintf("%s is not a directory", dir), "pass --dir with the template repository's directory")
+	}
+	wo := classroom.WorkflowOptions{Lab: lab, Provider: o.Provider, LabctlVersion: version}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		wo.GoVersionFile = "go.mod"
+	}
+	var b bytes.Buffer
+	if err := classroom.RenderWorkflow(&b, wo); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, filepath.FromSlash(classroom.WorkflowPath))
+	if _, err := os.Stat(path); err == nil && !o.Force {
+		return userr.Usage(fmt.Sprintf("%s already exists", path), "nothing was written; rerun with --force to replace it")
+	}
+	if err := writeFile(path, b.Bytes()); err != nil {
+		return userr.Wrap(err, userr.ExitFailure, "cannot write the workflow: "+err.Error(), "check that "+dir+" is writable")
+	}
+	s := o.Streams
+	fmt.Fprintf(s.Out, "Wrote %s: %s, %d tasks, %d points, provider %s, labctl %s.\n",
+		path, lab.ID, len(lab.Tasks), lab.MaxPoints(), o.Provider, version)
+	fmt.Fprintln(s.Out, "Commit it to the assignment's template repository; each student's push is graded in its own runner.")
+	return nil
+}
+
+// writeFile replaces path with data in one rename, so a failed write
+// leaves the old workflow (or none) behind, never half of one.
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".classroom-*.yml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,72 @@
+package classroom_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	classroomcmd "github.com/labctl/labctl/internal/cli/classroom"
+	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+func TestFlags(t *testing.T) {
+	s, _, _ := iostreams.Test(false)
+	var got *classroomcmd.Options
+	cmd := classroomcmd.NewCommand(&cmdutil.Factory{IOStreams: s, Version: "v0.3.0"}, func(_ context.Context, o *classroomcmd.Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"init", "lab-8.2", "--provider", "local", "--dir", "/tmp/x", "--force", "--labctl-version", "v0.4.0"})
+	require.NoError(t, cmd.Execute())
+	require.Equal(t, classroomcmd.Options{Streams: s, BuiltVersion: "v0.3.0", Lab: "lab-8.2", Provider: "local", Dir: "/tmp/x", Force: true, LabctlVersion: "v0.4.0"}, *got)
+}
+
+func TestInitWritesOnceWithoutForce(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.26\n"), 0o644))
+	s, out, _ := iostreams.Test(false)
+	o := &classroomcmd.Options{Streams: s, BuiltVersion: "v0.4.0", Lab: "8.2", Provider: "kind", Dir: dir}
+	require.NoError(t, classroomcmd.Run(context.Background(), o))
+	path := filepath.Join(dir, ".github", "workflows", "classroom.yml")
+	first, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(first), "go install github.com/labctl/labctl/cmd/labctl@v0.4.0")
+	require.Contains(t, string(first), "go-version-file: go.mod")
+	require.Contains(t, out.String(), "lab-8.2, 13 tasks, 100 points")
+
+	// A second init leaves the workflow alone unless --force.
+	require.NoError(t, os.WriteFile(path, []byte("mine\n"), 0o644))
+	o.Provider = "local"
+	err = classroomcmd.Run(context.Background(), o)
+	require.Equal(t, userr.ExitUsage, userr.Code(err))
+	require.Contains(t, userr.Message(err), "--force")
+	kept, _ := os.ReadFile(path)
+	require.Equal(t, "mine\n", string(kept))
+
+	o.Force = true
+	require.NoError(t, classroomcmd.Run(context.Background(), o))
+	replaced, _ := os.ReadFile(path)
+	require.Contains(t, string(replaced), "labctl up --provider local --project .")
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	require.Len(t, entries, 1, "no temporary file left behind")
+}
+
+func TestInitBadInput(t *testing.T) {
+	dir := t.TempDir()
+	s, _, _ := iostreams.Test(false)
+	for name, o := range map[string]classroomcmd.Options{
+		"unknown lab":          {Lab: "lab-9.9", Provider: "kind", Dir: dir, BuiltVersion: "v0.4.0"},
+		"existing provider":    {Lab: "lab-8.2", Provider: "existing", Dir: dir, BuiltVersion: "v0.4.0"},
+		"unpinnable build":     {Lab: "lab-8.2", Provider: "kind", Dir: dir, BuiltVersion: "dev"},
+		"bad version flag":     {Lab: "lab-8.2", Provider: "kind", Dir: dir, LabctlVersion: "main"},
+		"missing template dir": {Lab: "lab-8.2", Provider: "kind", Dir: filepath.Join(dir, "nope"), BuiltVersion: "v0.4.0"},
+	} {
+		o.Streams = s
+		err := classroomcmd.Run(context.Background(), &o)
+		require.Equal(t, userr.ExitUsage, userr.Code(err), "%s: %v", name, err)
+	}
+	_, err := os.Stat(filepath.Join(dir, ".github"))
+	require.True(t, os.IsNotExist(err), "nothing written")
+}
