@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labctl/labctl/internal/userr"
@@ -34,6 +35,9 @@ type Engine struct {
 	Runner Runner
 	// Version is the server version reported by info (set by Detect).
 	Version string
+
+	factsMu sync.Mutex
+	facts   *Facts
 }
 
 // New returns the named engine using r (OSRunner when nil).

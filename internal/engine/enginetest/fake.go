@@ -280,3 +280,51 @@ func DockerArchive(img Image) ([]byte, error) {
 	}
 	return out.Bytes(), nil
 }
+
+// Info scripts the engine's host facts (`docker info --format '{{json .}}'`,
+// `podman info --format json`) as the real engines report them; name must
+// already be Running. Snap Docker shows through its data directory.
+func (r *Runner) Info(name string, f engine.Facts) *Runner {
+	if name == engine.Podman {
+		arch := f.Arch
+		cg := ""
+		if f.CgroupVersion != "" {
+			cg = "v" + f.CgroupVersion
+		}
+		raw, _ := json.Marshal(map[string]any{
+			"host":  map[string]any{"arch": arch, "cgroupVersion": cg, "security": map[string]any{"rootless": f.Rootless}},
+			"store": map[string]any{"graphRoot": f.RootDir},
+		})
+		return r.OnOutput(name+" info --format json", string(raw)+"\n")
+	}
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[f.Arch]
+	if arch == "" {
+		arch = f.Arch
+	}
+	security := []string{"name=seccomp,profile=builtin"}
+	if f.Rootless {
+		security = append(security, "name=rootless")
+	}
+	if f.CgroupVersion == "2" {
+		security = append(security, "name=cgroupns")
+	}
+	root := f.RootDir
+	if root == "" {
+		root = "/var/lib/docker"
+		if f.Snap {
+			root = "/var/snap/docker/common/var-lib-docker"
+		}
+	}
+	driverStatus := [][2]string{{"Backing Filesystem", "extfs"}}
+	driver := "overlay2"
+	if f.ContainerdStore {
+		driver = "overlayfs"
+		driverStatus = [][2]string{{"driver-type", "io.containerd.snapshotter.v1"}}
+	}
+	raw, _ := json.Marshal(map[string]any{
+		"ServerVersion": "27.1.0", "Driver": driver, "DriverStatus": driverStatus,
+		"CgroupVersion": f.CgroupVersion, "CgroupDriver": "systemd", "Architecture": arch,
+		"SecurityOptions": security, "DockerRootDir": root, "OSType": "linux",
+	})
+	return r.OnOutput(name+" info --format {{json .}}", string(raw)+"\n")
+}
