@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +23,14 @@ type LoadOptions struct {
 	// resolves).
 	Ref string
 	// TempDir holds the archive while loading (default os.TempDir()).
-	TempDir  string
+	TempDir string
+	// IDCache is a file remembering, per engine image ID, the ID the
+	// nodes report for it ("" = none). They differ with Docker's
+	// containerd image store (the engine's ID is the index digest, the
+	// node's the config digest) and when Podman converts the config for
+	// a docker-archive; with the cache, an unchanged image is recognised
+	// without saving it again.
+	IDCache  string
 	Progress func(format string, args ...any)
 }
 
@@ -59,16 +67,22 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 	}
 	out := &Loaded{Ref: ref}
 
-	// Fast path: every node already has what the engine has.
+	// Fast path: every node already has what the engine has, by the ID
+	// the node reports for it.
+	ids := readIDCache(o.IDCache)
+	nodeID := engineID
+	if id, ok := ids[engineID]; ok {
+		nodeID = id
+	}
 	need := map[string]bool{}
 	for _, n := range o.Nodes {
-		if id, err := nodeutils.ImageID(n, ref); err == nil && id == engineID {
+		if id, err := nodeutils.ImageID(n, ref); err == nil && id == nodeID {
 			continue
 		}
 		need[n.String()] = true
 	}
 	if len(need) == 0 {
-		out.ID = engineID
+		out.ID = nodeID
 		for _, n := range o.Nodes {
 			out.Skipped = append(out.Skipped, n.String())
 		}
@@ -82,7 +96,7 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 	}
 	defer os.RemoveAll(dir)
 	archive := filepath.Join(dir, "image.tar")
-	if err := e.Save(ctx, ref, archive); err != nil {
+	if err := saveTo(ctx, e, ref, archive); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -99,6 +113,10 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 			"report this with the output of `"+e.Name+" version`")
 	}
 	out.ID = entry.ID
+	if ids[engineID] != entry.ID {
+		ids[engineID] = entry.ID
+		writeIDCache(o.IDCache, ids)
+	}
 
 	for i, n := range o.Nodes {
 		name := n.String()
@@ -129,6 +147,48 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 		out.LoadedInto = append(out.LoadedInto, name)
 	}
 	return out, nil
+}
+
+// saveTo streams `<engine> save` into file.
+func saveTo(ctx context.Context, e *engine.Engine, ref, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := e.Save(ctx, ref, f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readIDCache reads the engine ID → node ID map (empty when absent or
+// unreadable: the cache only saves work).
+func readIDCache(file string) map[string]string {
+	ids := map[string]string{}
+	if file == "" {
+		return ids
+	}
+	if raw, err := os.ReadFile(file); err == nil {
+		_ = json.Unmarshal(raw, &ids)
+	}
+	return ids
+}
+
+// writeIDCache keeps the map small: only the latest image per engine ID
+// matters, and old builds' IDs are never asked for again.
+func writeIDCache(file string, ids map[string]string) {
+	if file == "" {
+		return
+	}
+	for len(ids) > 64 {
+		for k := range ids {
+			delete(ids, k)
+			break
+		}
+	}
+	raw, _ := json.Marshal(ids)
+	_ = os.WriteFile(file, raw, 0o644)
 }
 
 func loadInto(n nodes.Node, archive string) error {

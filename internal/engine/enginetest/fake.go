@@ -184,6 +184,16 @@ type Store struct {
 	// archives (Podman converting it: the archive's ID then differs from
 	// the engine's).
 	SaveConfig func(img Image) []byte
+	// ContainerdStore makes `image inspect` answer like Docker with the
+	// containerd image store: the ID is the image index's digest, never
+	// the config digest kind's nodes report.
+	ContainerdStore bool
+}
+
+// IndexDigest is the ID Docker's containerd image store gives img.
+func (i Image) IndexDigest() string {
+	sum := sha256.Sum256(append([]byte("index:"), i.Config...))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Put adds or replaces an image.
@@ -213,6 +223,9 @@ func (s *Store) Attach(r *Runner, name string) {
 			return Fail(c, 125, "Error: inspecting object: "+ref+": image not known\n")
 		}
 		id := img.ID()
+		if s.ContainerdStore {
+			id = img.IndexDigest()
+		}
 		if s.IDWithoutPrefix {
 			id = strings.TrimPrefix(id, "sha256:")
 		}
@@ -236,6 +249,10 @@ func (s *Store) Attach(r *Runner, name string) {
 		}
 		raw, err := DockerArchive(img)
 		if err != nil {
+			return err
+		}
+		if out == "" {
+			_, err = c.Stdout.Write(raw)
 			return err
 		}
 		return os.WriteFile(out, raw, 0o644)
