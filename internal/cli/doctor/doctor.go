@@ -74,6 +74,9 @@ type Options struct {
 	FreeBytes func(path string) (uint64, error)
 	// PortInUse reports whether a host TCP port is taken.
 	PortInUse func(port int) bool
+	// UnprivilegedPortStart is the lowest port a rootless engine may
+	// publish (default kind.UnprivilegedPortStart).
+	UnprivilegedPortStart func() int
 }
 
 // NewCommand returns the doctor command.
@@ -174,6 +177,7 @@ func Checks(ctx context.Context, o *Options) []Check {
 	out = append(out, checkGo(ctx, o))
 	eng, engCheck := checkEngine(ctx, o)
 	out = append(out, engCheck)
+	out = append(out, checkEngineHost(ctx, o, eng)...)
 	kindCheck, kindRunning := checkKind(ctx, o, eng)
 	out = append(out, kindCheck)
 	out = append(out, checkKubeconfig(ctx, o))
