@@ -102,8 +102,10 @@ type fakeAPI struct {
 	kubeconfig string
 	calls      []string
 	onCreate   func(name string)
-	// block, when set, makes Create wait for it (an interrupted create).
-	block chan struct{}
+	// block, when set, makes Create wait for it (an interrupted create);
+	// entered is closed when Create starts waiting, returned when it
+	// returns.
+	block, entered, returned chan struct{}
 }
 
 func newFakeAPI() *fakeAPI { return &fakeAPI{clusters: map[string][]nodes.Node{}} }
@@ -114,9 +116,11 @@ func (f *fakeAPI) Create(cfg *v1alpha4.Cluster, kubeconfigPath string, wait time
 	f.calls = append(f.calls, "create "+cfg.Name)
 	f.created = append(f.created, cfg)
 	if f.block != nil {
+		close(f.entered)
 		f.mu.Unlock()
 		<-f.block
 		f.mu.Lock()
+		defer close(f.returned)
 	}
 	if f.createErr != nil {
 		return f.createErr
@@ -526,7 +530,7 @@ func TestConfigFollowsTheHost(t *testing.T) {
 
 func TestHalfMadeClusterIsRecreated(t *testing.T) {
 	f := newFixture(t, "docker")
-	f.api.block = make(chan struct{})
+	f.api.block, f.api.entered, f.api.returned = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -534,16 +538,17 @@ func TestHalfMadeClusterIsRecreated(t *testing.T) {
 		errc <- err
 	}()
 	// Ctrl-C while kind creates the nodes.
-	require.Eventually(t, func() bool { f.api.mu.Lock(); defer f.api.mu.Unlock(); return len(f.api.created) == 1 }, 10*time.Second, 5*time.Millisecond)
+	<-f.api.entered
 	cancel()
 	err := <-errc
 	require.Error(t, err)
 	assert.Equal(t, userr.ExitInterrupted, userr.Code(err))
 	assert.Contains(t, userr.Message(err), "the next `labctl up` deletes the half-made cluster")
 	close(f.api.block)
+	<-f.api.returned
 	// The process died here; kind left a node behind.
 	f.api.mu.Lock()
-	f.api.created = nil
+	f.api.created, f.api.block = nil, nil
 	f.api.mu.Unlock()
 	f.exists("lab", true)
 
