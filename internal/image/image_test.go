@@ -504,3 +504,32 @@ func TestLoadStreamsTheArchive(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadRetriesOnlyTheEnginesPlatform: an archive from Docker's
+// containerd image store can list blobs it does not hold; kind's
+// `ctr import --all-platforms` fails on them, and labctl imports only the
+// engine's platform instead.
+func TestLoadRetriesOnlyTheEnginesPlatform(t *testing.T) {
+	le := newLoadEnv(t, "docker", "op:latest", "a")
+	le.r.Running("docker", "27.1.0").Info("docker", engine.Facts{CgroupVersion: "2", Arch: "arm64", ContainerdStore: true})
+	le.nodes[0].AllPlatformsErr = errors.New("ctr: content digest sha256:4f3a: not found")
+	res, err := image.Load(context.Background(), image.LoadOptions{Engine: le.e, Nodes: le.kindNodes(), Ref: "op:latest"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, res.LoadedInto)
+	var imports []string
+	for _, c := range le.nodes[0].Calls() {
+		if strings.Contains(c, " import ") {
+			imports = append(imports, c)
+		}
+	}
+	require.Len(t, imports, 2)
+	assert.Contains(t, imports[0], "--all-platforms")
+	assert.Equal(t, "ctr --namespace=k8s.io images import --digests --platform=linux/arm64 --snapshotter=overlayfs -", imports[1])
+
+	// Other import failures are not retried.
+	le = newLoadEnv(t, "docker", "op:latest", "a")
+	le.nodes[0].ImportErr = errors.New("ctr: no space left on device")
+	_, err = image.Load(context.Background(), image.LoadOptions{Engine: le.e, Nodes: le.kindNodes(), Ref: "op:latest"})
+	require.Error(t, err)
+	assert.Equal(t, 1, le.nodes[0].Imports())
+}

@@ -3,12 +3,18 @@ package image
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml"
 
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/userr"
@@ -131,7 +137,7 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 			continue
 		}
 		o.Progress("loading into node %s (%d/%d)", name, i+1, len(o.Nodes))
-		if err := loadInto(n, archive); err != nil {
+		if err := loadInto(ctx, e, n, archive); err != nil {
 			return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot load %s into node %s: %s", ref, name, userr.Message(err)),
 				fmt.Sprintf("check the node with `%s exec %s crictl images`; `labctl reset --cluster` recreates the cluster", e.Name, name))
 		}
@@ -191,13 +197,70 @@ func writeIDCache(file string, ids map[string]string) {
 	_ = os.WriteFile(file, raw, 0o644)
 }
 
-func loadInto(n nodes.Node, archive string) error {
+// loadInto imports the archive into a node as kind's `load` does (`ctr
+// images import --all-platforms`). An archive saved from Docker's
+// containerd image store may list manifests whose blobs it does not hold
+// (attestations, other platforms), and that import then fails on them;
+// labctl retries with only the engine's platform, which is all the node
+// runs.
+func loadInto(ctx context.Context, e *engine.Engine, n nodes.Node, archive string) error {
+	err := withArchive(archive, func(r io.Reader) error { return nodeutils.LoadImageArchive(n, r) })
+	if err == nil || !missingContent(err) {
+		return err
+	}
+	f, ferr := e.Facts(ctx)
+	if ferr != nil || f.Arch == "" {
+		return err
+	}
+	snapshotter, serr := snapshotter(n)
+	if serr != nil {
+		return err
+	}
+	return withArchive(archive, func(r io.Reader) error {
+		return n.Command("ctr", "--namespace=k8s.io", "images", "import", "--digests", "--platform=linux/"+f.Arch, "--snapshotter="+snapshotter, "-").SetStdin(r).Run()
+	})
+}
+
+func withArchive(archive string, fn func(io.Reader) error) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return nodeutils.LoadImageArchive(n, f)
+	return fn(f)
+}
+
+// missingContent recognises ctr's complaint about blobs an archive lists
+// but does not hold.
+func missingContent(err error) bool {
+	msg := err.Error()
+	var re *kindexec.RunError
+	if errors.As(err, &re) {
+		msg += " " + string(re.Output)
+	}
+	return strings.Contains(msg, "content digest") || strings.Contains(msg, "not found")
+}
+
+// snapshotter is the snapshotter the node's CRI uses, read from
+// `containerd config dump` as kind reads it for its own import.
+func snapshotter(n nodes.Node) (string, error) {
+	var out strings.Builder
+	if err := n.Command("containerd", "config", "dump").SetStdout(&out).Run(); err != nil {
+		return "", err
+	}
+	cfg, err := toml.Load(out.String())
+	if err != nil {
+		return "", err
+	}
+	path := []string{"plugins", "io.containerd.cri.v1.images", "snapshotter"}
+	if v, _ := cfg.Get("version").(int64); v == 2 {
+		path = []string{"plugins", "io.containerd.grpc.v1.cri", "containerd", "snapshotter"}
+	}
+	s, ok := cfg.GetPath(path).(string)
+	if !ok || s == "" {
+		return "", fmt.Errorf("no snapshotter in the node's containerd config")
+	}
+	return s, nil
 }
 
 func short(id string) string {
