@@ -78,9 +78,9 @@ type Provider struct {
 	// (the audit policy): snap's Docker cannot read hidden directories of
 	// $HOME such as ~/.local/state. Default ~/labctl/kind.
 	VisibleRoot string
-	// Confirm asks the user a yes/no question (nil: never ask, say what
-	// to do instead). Up asks before recreating a Podman cluster after a
-	// reboot.
+	// Confirm asks the user a yes/no question (default: the streams'
+	// Confirm when they can prompt, else never ask and say what to do).
+	// Up asks before recreating a Podman cluster after a reboot.
 	Confirm func(question string) bool
 
 	mu  sync.Mutex
@@ -233,8 +233,17 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 			fmt.Fprintf(s.ErrOut, "%s kind cluster %q is half-made (an earlier `labctl up` was interrupted while creating it): deleting it and creating it again\n",
 				s.Styles().Warning.Render("!"), opts.Name)
 			recreate = true
-		} else if err := p.ensureRunning(ctx, e, api, opts.Name, step); errors.Is(err, errRecreate) {
+		} else if err := p.ensureRunning(ctx, e, api, opts.Name, step); errors.Is(err, errPodmanStopped) {
+			confirm := p.Confirm
+			if confirm == nil && s.CanPrompt() {
+				confirm = s.Confirm
+			}
+			step.Fail() // the spinner must not run over the question
+			if confirm == nil || !confirm(fmt.Sprintf("kind cluster %q is stopped, and kind cannot restart Podman nodes. Delete it and create it again (the lab's objects in it are lost)?", opts.Name)) {
+				return nil, err
+			}
 			recreate = true
+			step = s.StartStep(fmt.Sprintf("Recreating kind cluster %q with %s", opts.Name, e.Name))
 		} else if err != nil {
 			step.Fail()
 			return nil, err
@@ -424,16 +433,16 @@ func UnprivilegedPortStart() int {
 	return n
 }
 
-// errRecreate is ensureRunning's answer when the user agreed to recreate
-// the cluster.
-var errRecreate = errors.New("recreate the cluster")
+// errPodmanStopped is under ensureRunning's error for a stopped Podman
+// cluster, which only recreating brings back.
+var errPodmanStopped = errors.New("kind cannot restart Podman nodes")
 
 // ensureRunning starts the node containers of an existing cluster that
 // stopped (e.g. after a reboot) and waits until it works again: API ready,
 // every node Ready with a fresh heartbeat, and kube-system's controller
 // manager and scheduler holding their leases. Podman nodes cannot be
-// restarted (their addresses change), so there it asks to recreate the
-// cluster (errRecreate) or says how.
+// restarted (their addresses change), so there it says how to recreate
+// the cluster (an error wrapping errPodmanStopped; Up offers to do it).
 func (p *Provider) ensureRunning(ctx context.Context, e *engine.Engine, api API, name string, step *iostreams.Step) error {
 	ns, err := api.ListNodes(name)
 	if err != nil {
@@ -453,10 +462,7 @@ func (p *Provider) ensureRunning(ctx context.Context, e *engine.Engine, api API,
 		return nil
 	}
 	if e.Name == engine.Podman {
-		if p.Confirm != nil && p.Confirm(fmt.Sprintf("kind cluster %q is stopped, and kind cannot restart Podman nodes. Delete it and create it again (the lab's objects in it are lost)?", name)) {
-			return errRecreate
-		}
-		return userr.New(fmt.Sprintf("kind cluster %q is stopped (after a reboot?), and kind cannot restart Podman nodes: their addresses change", name),
+		return userr.Wrap(errPodmanStopped, userr.ExitFailure, fmt.Sprintf("kind cluster %q is stopped (after a reboot?), and kind cannot restart Podman nodes: their addresses change", name),
 			fmt.Sprintf("recreate it: `labctl down --provider kind --name %s`, then `labctl up` (the lab's objects in the cluster are lost, your project is not)", name))
 	}
 	step.Update("starting stopped nodes")

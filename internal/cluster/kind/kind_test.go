@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -424,6 +425,18 @@ func TestUpPodmanClusterAfterReboot(t *testing.T) {
 		assert.Equal(t, []string{"lab"}, f.api.deleted)
 		assert.Len(t, f.api.created, 1)
 		assert.Zero(t, f.r.Called("podman start"))
+	})
+	t.Run("asks on a terminal", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.s, _, f.errOut = iostreams.Test(true)
+		f.s.In = strings.NewReader("y\n")
+		f.exists("lab", false)
+		f.api.createErr = errors.New("stop here")
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Contains(t, f.errOut.String(), "Delete it and create it again (the lab's objects in it are lost)? [y/N]")
+		assert.Equal(t, []string{"lab"}, f.api.deleted)
+		assert.Len(t, f.api.created, 1)
 	})
 	t.Run("declined", func(t *testing.T) {
 		f := newFixture(t, "podman")
