@@ -20,6 +20,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -363,11 +364,14 @@ func comeBack(t *testing.T, env *testcluster.Cluster, node string) func() {
 				_ = cs.CoordinationV1().Leases(l.ns).Delete(context.Background(), l.name, metav1.DeleteOptions{})
 			})
 		}
-		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+		_, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
-		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		// A patch, not an update: kwok and the node controller write the
+		// node too.
+		stamp := time.Now().UTC().Format(time.RFC3339)
+		ready := `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"` + stamp + `","lastTransitionTime":"` + stamp + `"}]}}`
+		_, err = cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(ready), metav1.PatchOptions{}, "status")
 		require.NoError(t, err)
 	}
 }
