@@ -122,7 +122,24 @@ func (b *builder) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	v := b.opts.Versions
 	src := filepath.Join(b.root, "src")
+	requires := [][2]string{{"k8s.io/kubernetes", v.Kubernetes}, {"go.etcd.io/etcd/server/v3", v.Etcd}, {"sigs.k8s.io/kwok", v.Kwok}}
+	if err := b.prepare(ctx, goBin, src, "labctl.local/controlplane", requires, multicallMain); err != nil {
+		return err
+	}
+	tmp := filepath.Join(b.root, binaryName+".tmp")
+	b.progress("compiling (a cold build takes 12-20 minutes on 2 cores; later builds reuse Go's cache)")
+	if err := b.compile(ctx, goBin, src, tmp); err != nil {
+		return err
+	}
+	return b.install(tmp)
+}
+
+// prepare writes a generated module into src: go.mod requiring
+// k8s.io/kubernetes (and whatever else requires names) with every staging
+// module pinned, main.go, and go.sum from `go mod tidy`.
+func (b *builder) prepare(ctx context.Context, goBin, src, module string, requires [][2]string, main []byte) error {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return classify(err, "cannot write the build module")
 	}
@@ -141,14 +158,14 @@ func (b *builder) build(ctx context.Context) error {
 	if err != nil {
 		return classify(err, "cannot read k8s.io/kubernetes's go.mod")
 	}
-	gomod, err := GenerateGoMod(k8sMod, v)
+	gomod, err := generateGoMod(k8sMod, module, requires, v)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(src, "go.mod"), gomod, 0o644); err != nil {
 		return classify(err, "cannot write the build module")
 	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), multicallMain, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(src, "main.go"), main, 0o644); err != nil {
 		return classify(err, "cannot write the build module")
 	}
 
@@ -156,11 +173,15 @@ func (b *builder) build(ctx context.Context) error {
 	if out, err := b.run(ctx, goBin, src, "mod", "tidy"); err != nil {
 		return proxyError(err, out)
 	}
-	total := b.countPackages(ctx, goBin, src)
+	return nil
+}
 
-	b.progress("compiling (a cold build takes 12-20 minutes on 2 cores; later builds reuse Go's cache)")
-	tmp := filepath.Join(b.root, binaryName+".tmp")
-	cmd := exec.CommandContext(ctx, goBin, "build", "-v", "-trimpath", "-ldflags", Ldflags(v), "-o", tmp, ".")
+// compile builds the generated module in src into out, reporting each
+// package as `go build -v` names it.
+func (b *builder) compile(ctx context.Context, goBin, src, out string) error {
+	v := b.opts.Versions
+	total := b.countPackages(ctx, goBin, src)
+	cmd := exec.CommandContext(ctx, goBin, "build", "-v", "-trimpath", "-ldflags", Ldflags(v), "-o", out, ".")
 	cmd.Dir = src
 	cmd.Env = buildEnv()
 	logTail := &tailBuffer{max: 40}
@@ -192,13 +213,13 @@ func (b *builder) build(ctx context.Context) error {
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		_ = os.Remove(tmp)
+		_ = os.Remove(out)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return buildError(err, logTail.String())
 	}
-	return b.install(tmp)
+	return nil
 }
 
 // install moves the fresh binary into bin/ with one symlink per component.
@@ -271,19 +292,24 @@ func Ldflags(v Versions) string {
 // and every k8s.io staging module that k8s.io/kubernetes replaces with a
 // local path pinned to its published v0.x version instead.
 func GenerateGoMod(kubernetesGoMod []byte, v Versions) ([]byte, error) {
+	return generateGoMod(kubernetesGoMod, "labctl.local/controlplane",
+		[][2]string{{"k8s.io/kubernetes", v.Kubernetes}, {"go.etcd.io/etcd/server/v3", v.Etcd}, {"sigs.k8s.io/kwok", v.Kwok}}, v)
+}
+
+func generateGoMod(kubernetesGoMod []byte, module string, requires [][2]string, v Versions) ([]byte, error) {
 	k8s, err := modfile.Parse("k8s.io/kubernetes/go.mod", kubernetesGoMod, nil)
 	if err != nil {
 		return nil, fmt.Errorf("parse k8s.io/kubernetes go.mod: %w", err)
 	}
 	staging := "v0." + strings.SplitN(strings.TrimPrefix(v.Kubernetes, "v1."), "-", 2)[0]
 	f := &modfile.File{}
-	if err := f.AddModuleStmt("labctl.local/controlplane"); err != nil {
+	if err := f.AddModuleStmt(module); err != nil {
 		return nil, err
 	}
 	if err := f.AddGoStmt("1.26"); err != nil {
 		return nil, err
 	}
-	for _, r := range [][2]string{{"k8s.io/kubernetes", v.Kubernetes}, {"go.etcd.io/etcd/server/v3", v.Etcd}, {"sigs.k8s.io/kwok", v.Kwok}} {
+	for _, r := range requires {
 		if err := f.AddRequire(r[0], r[1]); err != nil {
 			return nil, err
 		}

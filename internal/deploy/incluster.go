@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -505,7 +506,11 @@ func ToKind(ctx context.Context, c *cluster.Cluster, p *Project, o KindOptions) 
 	}
 	step.Done(shortID(built.ID))
 	step = s.StartStep(fmt.Sprintf("Loading %s into %d node(s)", built.Ref, len(nodes)))
-	loaded, err := image.Load(ctx, image.LoadOptions{Engine: e, Nodes: nodes, Ref: built.Ref, Progress: step.Update})
+	var idCache string
+	if c.Env.StateDir != "" {
+		idCache = filepath.Join(c.Env.StateDir, "image-ids.json")
+	}
+	loaded, err := image.Load(ctx, image.LoadOptions{Engine: e, Nodes: nodes, Ref: built.Ref, IDCache: idCache, Progress: step.Update})
 	if err != nil {
 		step.Fail()
 		return nil, err

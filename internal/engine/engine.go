@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labctl/labctl/internal/userr"
@@ -34,6 +35,9 @@ type Engine struct {
 	Runner Runner
 	// Version is the server version reported by info (set by Detect).
 	Version string
+
+	factsMu sync.Mutex
+	facts   *Facts
 }
 
 // New returns the named engine using r (OSRunner when nil).
@@ -124,22 +128,31 @@ func NormalizeID(id string) string {
 }
 
 // Build runs `<engine> build -t tag -f dockerfile contextDir`, writing the
-// build's output to log.
+// build's output to log. Docker builds without attestation manifests
+// (provenance, SBOM): with the containerd image store they become extra
+// manifests whose blobs `docker save` may leave out, and kind's
+// `ctr images import --all-platforms` then fails on them.
 func (e *Engine) Build(ctx context.Context, tag, dockerfile, contextDir string, log io.Writer) error {
 	c := e.cmd("build", "-t", tag, "-f", dockerfile, contextDir)
+	if e.Name == Docker {
+		c.Env = []string{"BUILDX_NO_DEFAULT_ATTESTATIONS=1"}
+	}
 	c.Stdout, c.Stderr = log, log
 	return e.Runner.Run(ctx, c)
 }
 
-// Save writes the image to path as a Docker archive (the format kind's
-// nodes import); Podman needs --format docker-archive for that.
-func (e *Engine) Save(ctx context.Context, ref, path string) error {
-	args := []string{"save", "-o", path}
+// Save streams the image to w as a Docker archive (the format kind's
+// nodes import); Podman needs --format docker-archive for that. The
+// archive comes through labctl's own pipe, never a file the engine writes:
+// Docker from snap has a private /tmp that labctl cannot see.
+func (e *Engine) Save(ctx context.Context, ref string, w io.Writer) error {
+	args := []string{"save"}
 	if e.Name == Podman {
 		args = append(args, "--format", "docker-archive")
 	}
-	_, err := e.run(ctx, append(args, ref)...)
-	return err
+	c := e.cmd(append(args, ref)...)
+	c.Stdout = w
+	return e.Runner.Run(ctx, c)
 }
 
 // Exec runs a command in a container, streaming its stdout to w.

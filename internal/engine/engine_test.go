@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -143,14 +144,25 @@ func TestImageIDNormalised(t *testing.T) {
 	assert.True(t, errors.Is(err, engine.ErrNoImage))
 }
 
-func TestSaveFormat(t *testing.T) {
+func TestSaveStreamsTheArchive(t *testing.T) {
 	for name, want := range map[string]string{
-		"podman": "podman save -o /tmp/a.tar --format docker-archive img",
-		"docker": "docker save -o /tmp/a.tar img",
+		"podman": "podman save --format docker-archive img",
+		"docker": "docker save img",
 	} {
-		r := enginetest.NewRunner(name).OnOutput(name+" save", "")
-		require.NoError(t, engine.New(name, r).Save(context.Background(), "img", "/tmp/a.tar"))
-		assert.Equal(t, []string{want}, r.Calls())
+		r := enginetest.NewRunner(name).OnOutput(name+" save", "ARCHIVE")
+		var out strings.Builder
+		require.NoError(t, engine.New(name, r).Save(context.Background(), "img", &out))
+		assert.Equal(t, []string{want}, r.Calls(), "no -o: the engine's /tmp may not be labctl's")
+		assert.Equal(t, "ARCHIVE", out.String())
+	}
+}
+
+func TestDockerBuildsWithoutAttestations(t *testing.T) {
+	for name, want := range map[string][]string{"docker": {"BUILDX_NO_DEFAULT_ATTESTATIONS=1"}, "podman": nil} {
+		var env []string
+		r := enginetest.NewRunner(name).On(name+" build", func(c engine.Cmd) error { env = c.Env; return nil })
+		require.NoError(t, engine.New(name, r).Build(context.Background(), "op:latest", "Dockerfile", ".", io.Discard))
+		assert.Equal(t, want, env, name)
 	}
 }
 

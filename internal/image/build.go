@@ -51,7 +51,8 @@ type BuildOptions struct {
 	Mode Mode
 	// Go is the go command for ModeFast (default "go").
 	Go string
-	// GOARCH of the manager in ModeFast (default the host's).
+	// GOARCH of the manager in ModeFast (default the engine's: an amd64
+	// Go under Rosetta on an arm Mac must still build for arm64 nodes).
 	Arch string
 	// Progress gets short updates; Log gets the full build output (may be
 	// nil). A failed build's error carries its log's last lines (see
@@ -195,6 +196,9 @@ func buildFast(ctx context.Context, o BuildOptions) error {
 	arch := o.Arch
 	if arch == "" {
 		arch = runtime.GOARCH
+		if f, err := o.Engine.Facts(ctx); err == nil && f.Arch != "" {
+			arch = f.Arch
+		}
 	}
 	tmp, err := os.MkdirTemp("", "labctl-image-")
 	if err != nil {

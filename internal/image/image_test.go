@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -311,7 +312,7 @@ func TestLoadPodmanLocalhostName(t *testing.T) {
 			save = c
 		}
 	}
-	assert.Regexp(t, `^podman save -o \S+/image\.tar --format docker-archive localhost/postgres-operator:latest$`, save)
+	assert.Regexp(t, `^podman save --format docker-archive localhost/postgres-operator:latest$`, save)
 	n := le.nodes[0]
 	assert.Equal(t, res.ID, n.ImageID("localhost/postgres-operator:latest"))
 	assert.Empty(t, n.ImageID("postgres-operator:latest"), "docker.io/library/postgres-operator is not what the node has")
@@ -413,4 +414,122 @@ func TestReadArchiveDockerAndOCILayouts(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("not a tar"), 0o644))
 	_, err = image.ReadArchive(p)
 	assert.Error(t, err)
+}
+
+func TestBuildFastTakesGOARCHFromTheEngine(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		facts    bool
+		arch     string
+		wantArch string
+	}{
+		{"arm engine under an amd64 Go (Rosetta)", true, "arm64", "arm64"},
+		{"amd64 engine", true, "amd64", "amd64"},
+		{"engine says nothing: the host's", false, "", runtime.GOARCH},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := project(t, "go.mod", "cmd/main.go")
+			r := enginetest.NewRunner("go").Running("docker", "27.1.0")
+			if tt.facts {
+				r.Info("docker", engine.Facts{CgroupVersion: "2", Arch: tt.arch})
+			}
+			e := engine.New("docker", r)
+			store := &enginetest.Store{}
+			store.Attach(r, "docker")
+			var goEnv []string
+			r.On("go build", func(c engine.Cmd) error {
+				goEnv = c.Env
+				return os.WriteFile(c.Args[2], []byte("ELF"), 0o755)
+			})
+			r.On("docker build", func(c engine.Cmd) error {
+				store.Put(enginetest.Image{Ref: c.Args[2], Config: []byte("{}")})
+				return nil
+			})
+			_, err := image.Build(context.Background(), image.BuildOptions{Engine: e, Dir: dir, Tag: "op:dev", Mode: image.ModeFast})
+			require.NoError(t, err)
+			assert.Contains(t, goEnv, "GOARCH="+tt.wantArch)
+		})
+	}
+}
+
+// TestLoadContainerdImageStore: with Docker's containerd image store the
+// engine's ID is the index digest and the node reports the config digest,
+// so they never match; labctl remembers which config digest an engine ID
+// saved to, and an unchanged image is then recognised without a save.
+func TestLoadContainerdImageStore(t *testing.T) {
+	le := newLoadEnv(t, "docker", "op:latest", "a")
+	le.store.ContainerdStore = true
+	cache := filepath.Join(t.TempDir(), "image-ids.json")
+	img, _ := le.store.Get("op:latest")
+	opts := image.LoadOptions{Engine: le.e, Nodes: le.kindNodes(), Ref: "op:latest", IDCache: cache}
+
+	res, err := image.Load(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, img.ID(), res.ID, "the config digest: what the node reports")
+	assert.Equal(t, []string{"a"}, res.LoadedInto)
+	assert.Equal(t, 1, le.r.Called("docker save"))
+
+	res, err = image.Load(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, res.Skipped)
+	assert.Equal(t, img.ID(), res.ID)
+	assert.Equal(t, 1, le.r.Called("docker save"), "unchanged image: not saved again")
+	assert.Equal(t, 1, le.nodes[0].Imports())
+
+	// A rebuild: new index digest, new config digest; loaded again.
+	le.store.Put(enginetest.Image{Ref: "op:latest", Config: []byte(`{"rebuilt":true}`), Files: map[string]string{"manager": "ELF2"}})
+	res, err = image.Load(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, res.LoadedInto)
+	assert.Equal(t, 2, le.r.Called("docker save"))
+
+	// Without the cache it still works, at the cost of a save.
+	opts.IDCache = ""
+	res, err = image.Load(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, res.Skipped)
+	assert.Equal(t, 3, le.r.Called("docker save"))
+	assert.Equal(t, 2, le.nodes[0].Imports())
+}
+
+// TestLoadStreamsTheArchive: `docker save` writes to labctl's pipe, never
+// to a path in the engine's (maybe private, with snap) /tmp.
+func TestLoadStreamsTheArchive(t *testing.T) {
+	le := newLoadEnv(t, "docker", "op:latest", "a")
+	_, err := image.Load(context.Background(), image.LoadOptions{Engine: le.e, Nodes: le.kindNodes(), Ref: "op:latest"})
+	require.NoError(t, err)
+	for _, c := range le.r.Calls() {
+		if strings.HasPrefix(c, "docker save") {
+			assert.Equal(t, "docker save op:latest", c)
+		}
+	}
+}
+
+// TestLoadRetriesOnlyTheEnginesPlatform: an archive from Docker's
+// containerd image store can list blobs it does not hold; kind's
+// `ctr import --all-platforms` fails on them, and labctl imports only the
+// engine's platform instead.
+func TestLoadRetriesOnlyTheEnginesPlatform(t *testing.T) {
+	le := newLoadEnv(t, "docker", "op:latest", "a")
+	le.r.Running("docker", "27.1.0").Info("docker", engine.Facts{CgroupVersion: "2", Arch: "arm64", ContainerdStore: true})
+	le.nodes[0].AllPlatformsErr = errors.New("ctr: content digest sha256:4f3a: not found")
+	res, err := image.Load(context.Background(), image.LoadOptions{Engine: le.e, Nodes: le.kindNodes(), Ref: "op:latest"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, res.LoadedInto)
+	var imports []string
+	for _, c := range le.nodes[0].Calls() {
+		if strings.Contains(c, " import ") {
+			imports = append(imports, c)
+		}
+	}
+	require.Len(t, imports, 2)
+	assert.Contains(t, imports[0], "--all-platforms")
+	assert.Equal(t, "ctr --namespace=k8s.io images import --digests --platform=linux/arm64 --snapshotter=overlayfs -", imports[1])
+
+	// Other import failures are not retried.
+	le = newLoadEnv(t, "docker", "op:latest", "a")
+	le.nodes[0].ImportErr = errors.New("ctr: no space left on device")
+	_, err = image.Load(context.Background(), image.LoadOptions{Engine: le.e, Nodes: le.kindNodes(), Ref: "op:latest"})
+	require.Error(t, err)
+	assert.Equal(t, 1, le.nodes[0].Imports())
 }

@@ -2,12 +2,19 @@ package image
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml"
 
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/userr"
@@ -22,7 +29,14 @@ type LoadOptions struct {
 	// resolves).
 	Ref string
 	// TempDir holds the archive while loading (default os.TempDir()).
-	TempDir  string
+	TempDir string
+	// IDCache is a file remembering, per engine image ID, the ID the
+	// nodes report for it ("" = none). They differ with Docker's
+	// containerd image store (the engine's ID is the index digest, the
+	// node's the config digest) and when Podman converts the config for
+	// a docker-archive; with the cache, an unchanged image is recognised
+	// without saving it again.
+	IDCache  string
 	Progress func(format string, args ...any)
 }
 
@@ -59,16 +73,22 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 	}
 	out := &Loaded{Ref: ref}
 
-	// Fast path: every node already has what the engine has.
+	// Fast path: every node already has what the engine has, by the ID
+	// the node reports for it.
+	ids := readIDCache(o.IDCache)
+	nodeID := engineID
+	if id, ok := ids[engineID]; ok {
+		nodeID = id
+	}
 	need := map[string]bool{}
 	for _, n := range o.Nodes {
-		if id, err := nodeutils.ImageID(n, ref); err == nil && id == engineID {
+		if id, err := nodeutils.ImageID(n, ref); err == nil && id == nodeID {
 			continue
 		}
 		need[n.String()] = true
 	}
 	if len(need) == 0 {
-		out.ID = engineID
+		out.ID = nodeID
 		for _, n := range o.Nodes {
 			out.Skipped = append(out.Skipped, n.String())
 		}
@@ -82,7 +102,7 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 	}
 	defer os.RemoveAll(dir)
 	archive := filepath.Join(dir, "image.tar")
-	if err := e.Save(ctx, ref, archive); err != nil {
+	if err := saveTo(ctx, e, ref, archive); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -99,6 +119,10 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 			"report this with the output of `"+e.Name+" version`")
 	}
 	out.ID = entry.ID
+	if ids[engineID] != entry.ID {
+		ids[engineID] = entry.ID
+		writeIDCache(o.IDCache, ids)
+	}
 
 	for i, n := range o.Nodes {
 		name := n.String()
@@ -113,7 +137,7 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 			continue
 		}
 		o.Progress("loading into node %s (%d/%d)", name, i+1, len(o.Nodes))
-		if err := loadInto(n, archive); err != nil {
+		if err := loadInto(ctx, e, n, archive); err != nil {
 			return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot load %s into node %s: %s", ref, name, userr.Message(err)),
 				fmt.Sprintf("check the node with `%s exec %s crictl images`; `labctl reset --cluster` recreates the cluster", e.Name, name))
 		}
@@ -131,13 +155,112 @@ func Load(ctx context.Context, o LoadOptions) (*Loaded, error) {
 	return out, nil
 }
 
-func loadInto(n nodes.Node, archive string) error {
+// saveTo streams `<engine> save` into file.
+func saveTo(ctx context.Context, e *engine.Engine, ref, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := e.Save(ctx, ref, f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readIDCache reads the engine ID → node ID map (empty when absent or
+// unreadable: the cache only saves work).
+func readIDCache(file string) map[string]string {
+	ids := map[string]string{}
+	if file == "" {
+		return ids
+	}
+	if raw, err := os.ReadFile(file); err == nil {
+		_ = json.Unmarshal(raw, &ids)
+	}
+	return ids
+}
+
+// writeIDCache keeps the map small: only the latest image per engine ID
+// matters, and old builds' IDs are never asked for again.
+func writeIDCache(file string, ids map[string]string) {
+	if file == "" {
+		return
+	}
+	for len(ids) > 64 {
+		for k := range ids {
+			delete(ids, k)
+			break
+		}
+	}
+	raw, _ := json.Marshal(ids)
+	_ = os.WriteFile(file, raw, 0o644)
+}
+
+// loadInto imports the archive into a node as kind's `load` does (`ctr
+// images import --all-platforms`). An archive saved from Docker's
+// containerd image store may list manifests whose blobs it does not hold
+// (attestations, other platforms), and that import then fails on them;
+// labctl retries with only the engine's platform, which is all the node
+// runs.
+func loadInto(ctx context.Context, e *engine.Engine, n nodes.Node, archive string) error {
+	err := withArchive(archive, func(r io.Reader) error { return nodeutils.LoadImageArchive(n, r) })
+	if err == nil || !missingContent(err) {
+		return err
+	}
+	f, ferr := e.Facts(ctx)
+	if ferr != nil || f.Arch == "" {
+		return err
+	}
+	snapshotter, serr := snapshotter(n)
+	if serr != nil {
+		return err
+	}
+	return withArchive(archive, func(r io.Reader) error {
+		return n.Command("ctr", "--namespace=k8s.io", "images", "import", "--digests", "--platform=linux/"+f.Arch, "--snapshotter="+snapshotter, "-").SetStdin(r).Run()
+	})
+}
+
+func withArchive(archive string, fn func(io.Reader) error) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return nodeutils.LoadImageArchive(n, f)
+	return fn(f)
+}
+
+// missingContent recognises ctr's complaint about blobs an archive lists
+// but does not hold.
+func missingContent(err error) bool {
+	msg := err.Error()
+	var re *kindexec.RunError
+	if errors.As(err, &re) {
+		msg += " " + string(re.Output)
+	}
+	return strings.Contains(msg, "content digest") || strings.Contains(msg, "not found")
+}
+
+// snapshotter is the snapshotter the node's CRI uses, read from
+// `containerd config dump` as kind reads it for its own import.
+func snapshotter(n nodes.Node) (string, error) {
+	var out strings.Builder
+	if err := n.Command("containerd", "config", "dump").SetStdout(&out).Run(); err != nil {
+		return "", err
+	}
+	cfg, err := toml.Load(out.String())
+	if err != nil {
+		return "", err
+	}
+	path := []string{"plugins", "io.containerd.cri.v1.images", "snapshotter"}
+	if v, _ := cfg.Get("version").(int64); v == 2 {
+		path = []string{"plugins", "io.containerd.grpc.v1.cri", "containerd", "snapshotter"}
+	}
+	s, ok := cfg.GetPath(path).(string)
+	if !ok || s == "" {
+		return "", fmt.Errorf("no snapshotter in the node's containerd config")
+	}
+	return s, nil
 }
 
 func short(id string) string {

@@ -64,7 +64,10 @@ func TestPodmanFastBuildReal(t *testing.T) {
 	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, img.ID)
 
 	archive := filepath.Join(t.TempDir(), "image.tar")
-	require.NoError(t, e.Save(ctx, img.Ref, archive))
+	out, err := os.Create(archive)
+	require.NoError(t, err)
+	require.NoError(t, e.Save(ctx, img.Ref, out))
+	require.NoError(t, out.Close())
 	a, err := image.ReadArchive(archive)
 	require.NoError(t, err)
 	require.True(t, a.HasFile("manifest.json"))

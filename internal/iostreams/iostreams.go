@@ -4,9 +4,12 @@
 package iostreams
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/term"
@@ -19,6 +22,7 @@ type IOStreams struct {
 	Out    io.Writer
 	ErrOut io.Writer
 
+	inTTY    bool
 	outTTY   bool
 	errTTY   bool
 	color    bool
@@ -30,6 +34,7 @@ type IOStreams struct {
 // NO_COLOR and TERM=dumb.
 func System() *IOStreams {
 	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	s.inTTY = term.IsTerminal(os.Stdin.Fd())
 	s.outTTY = term.IsTerminal(os.Stdout.Fd())
 	s.errTTY = term.IsTerminal(os.Stderr.Fd())
 	s.color = s.outTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
@@ -41,7 +46,7 @@ func System() *IOStreams {
 // be a terminal (colour is then on too, unless NO_COLOR is set).
 func Test(tty bool) (*IOStreams, *bytes.Buffer, *bytes.Buffer) {
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
-	s := &IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut, outTTY: tty, errTTY: tty}
+	s := &IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut, inTTY: tty, outTTY: tty, errTTY: tty}
 	s.color = tty && os.Getenv("NO_COLOR") == ""
 	s.initRenderer()
 	return s, out, errOut
@@ -97,4 +102,20 @@ func PlainStyles() Styles {
 	s := &IOStreams{Out: io.Discard}
 	s.initRenderer()
 	return s.Styles()
+}
+
+// CanPrompt reports whether a question can be asked: standard input and
+// standard error are terminals (never in scripts or CI).
+func (s *IOStreams) CanPrompt() bool { return s.inTTY && s.errTTY }
+
+// Confirm asks a yes/no question on standard error and reads the answer
+// from standard input; anything but y or yes is no.
+func (s *IOStreams) Confirm(question string) bool {
+	fmt.Fprintf(s.ErrOut, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(s.In).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }

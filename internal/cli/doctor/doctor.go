@@ -78,6 +78,9 @@ type Options struct {
 	// Sandbox says whether submissions can be sandboxed for grading
 	// (default sandbox.Probe).
 	Sandbox func() sandbox.Support
+	// UnprivilegedPortStart is the lowest port a rootless engine may
+	// publish (default kind.UnprivilegedPortStart).
+	UnprivilegedPortStart func() int
 }
 
 // NewCommand returns the doctor command.
@@ -178,6 +181,7 @@ func Checks(ctx context.Context, o *Options) []Check {
 	out = append(out, checkGo(ctx, o))
 	eng, engCheck := checkEngine(ctx, o)
 	out = append(out, engCheck)
+	out = append(out, checkEngineHost(ctx, o, eng)...)
 	kindCheck, kindRunning := checkKind(ctx, o, eng)
 	out = append(out, kindCheck)
 	out = append(out, checkKubeconfig(ctx, o))

@@ -18,6 +18,7 @@ import (
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/engine/enginetest"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/sandbox"
@@ -107,7 +108,7 @@ func byName(checks []Check) map[string]Check {
 
 func TestAllGood(t *testing.T) {
 	e := newEnv(t, false)
-	e.r.Running("docker", "27.1.0")
+	e.r.Running("docker", "27.1.0").Info("docker", engine.Facts{CgroupVersion: "2", Arch: "amd64"})
 	e.kind.st, e.kind.err = &cluster.Status{Name: cluster.DefaultName, Context: "kind-k8s-operators-course", Running: true}, nil
 	e.inUse[80], e.inUse[443] = true, true // the kind cluster's own mapping
 	e.o.Kubeconfig = kubeconfig(t, "kind-k8s-operators-course", map[string]string{"kind-k8s-operators-course": versionServer(t)})
@@ -129,7 +130,7 @@ func TestAllGood(t *testing.T) {
 
 	// Piped: tab-separated rows with plain status words.
 	lines := strings.Split(strings.TrimSpace(e.stdout()), "\n")
-	require.Len(t, lines, 9)
+	require.Len(t, lines, 13)
 	for _, l := range lines {
 		assert.Equal(t, "pass", strings.Split(l, "\t")[1], l)
 	}

@@ -43,31 +43,65 @@ apiServer:
     pathType: DirectoryOrCreate
 `
 
+// cgroupV1Patch keeps the kubelet starting on cgroup v1 hosts (RHEL/Rocky
+// 8, Ubuntu 20.04, older WSL2): kubelet 1.35+ refuses cgroup v1 unless
+// its configuration says so, and kind v0.33 only warns about it. Without
+// apiVersion it applies to whatever KubeletConfiguration kind generates.
+const cgroupV1Patch = `kind: KubeletConfiguration
+failCgroupV1: false
+`
+
+// ListenAddress is where kind publishes the ingress ports on the host
+// (kind's own default, made explicit so labctl's port probe checks the
+// same address).
+const ListenAddress = "0.0.0.0"
+
+// ConfigOptions describe the course cluster for ClusterConfig.
+type ConfigOptions struct {
+	Name      string
+	NodeImage string
+	// PolicyHostPath is the audit policy on the host (a path the engine
+	// can see).
+	PolicyHostPath string
+	// HTTPPort and HTTPSPort are the host ports mapped to the node's 80
+	// and 443 (0: no mapping).
+	HTTPPort, HTTPSPort int
+	// CgroupV1 adds the kubelet patch a cgroup v1 host needs.
+	CgroupV1 bool
+}
+
 // ClusterConfig is the kind configuration of the course cluster: one
-// control-plane node labelled ingress-ready=true with host ports 80 and 443
-// mapped (as the course's setup script does, when mapPorts), and API audit
-// logging with the policy file at policyHostPath.
-func ClusterConfig(name, nodeImage, policyHostPath string, mapPorts bool) *v1alpha4.Cluster {
+// control-plane node labelled ingress-ready=true with the node's ports 80
+// and 443 published on the host (80 and 443, as the course's setup script
+// does, unless the host cannot give them), API audit logging with the
+// policy file at PolicyHostPath, and on cgroup v1 hosts the kubelet patch
+// that lets it start there.
+func ClusterConfig(o ConfigOptions) *v1alpha4.Cluster {
 	node := v1alpha4.Node{
 		Role:   v1alpha4.ControlPlaneRole,
-		Image:  nodeImage,
+		Image:  o.NodeImage,
 		Labels: map[string]string{"ingress-ready": "true"},
 		ExtraMounts: []v1alpha4.Mount{{
-			HostPath:      policyHostPath,
+			HostPath:      o.PolicyHostPath,
 			ContainerPath: policyPath,
 			Readonly:      true,
 		}},
 	}
-	if mapPorts {
-		node.ExtraPortMappings = []v1alpha4.PortMapping{
-			{ContainerPort: 80, HostPort: 80, Protocol: v1alpha4.PortMappingProtocolTCP},
-			{ContainerPort: 443, HostPort: 443, Protocol: v1alpha4.PortMappingProtocolTCP},
+	for _, m := range []struct{ host, container int }{{o.HTTPPort, 80}, {o.HTTPSPort, 443}} {
+		if m.host != 0 {
+			node.ExtraPortMappings = append(node.ExtraPortMappings, v1alpha4.PortMapping{
+				ContainerPort: int32(m.container), HostPort: int32(m.host), ListenAddress: ListenAddress, Protocol: v1alpha4.PortMappingProtocolTCP,
+			})
 		}
+	}
+	patches := []string{auditPatch}
+	if o.CgroupV1 {
+		patches = append(patches, cgroupV1Patch)
 	}
 	return &v1alpha4.Cluster{
 		TypeMeta:             v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
-		Name:                 name,
+		Name:                 o.Name,
 		Nodes:                []v1alpha4.Node{node},
-		KubeadmConfigPatches: []string{auditPatch},
+		KubeadmConfigPatches: patches,
 	}
 }

@@ -16,14 +16,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/engine"
@@ -62,9 +67,21 @@ type Provider struct {
 	NodeImage string
 	// WaitReady bounds the wait for the control plane (default 5 minutes).
 	WaitReady time.Duration
-	// PortInUse reports whether a host TCP port is taken (default: dial
-	// 127.0.0.1).
+	// PortInUse reports whether a host TCP port is taken on the address
+	// kind publishes on (default PortInUse).
 	PortInUse func(port int) bool
+	// UnprivilegedPortStart is the lowest port a rootless engine may
+	// publish (default: net.ipv4.ip_unprivileged_port_start, 1024 when
+	// unreadable).
+	UnprivilegedPortStart func() int
+	// VisibleRoot holds the files an engine confined by snap must see
+	// (the audit policy): snap's Docker cannot read hidden directories of
+	// $HOME such as ~/.local/state. Default ~/labctl/kind.
+	VisibleRoot string
+	// Confirm asks the user a yes/no question (default: the streams'
+	// Confirm when they can prompt, else never ask and say what to do).
+	// Up asks before recreating a Podman cluster after a reboot.
+	Confirm func(question string) bool
 
 	mu  sync.Mutex
 	eng *engine.Engine
@@ -141,6 +158,17 @@ type state struct {
 	Engine string `json:"engine"`
 	// UserKubeconfig is the kubeconfig the context was merged into.
 	UserKubeconfig string `json:"userKubeconfig,omitempty"`
+	// Creating is set while kind creates the cluster: still set on the
+	// next `up`, the creation was interrupted (Ctrl-C) and the cluster
+	// is half-made.
+	Creating bool `json:"creating,omitempty"`
+	// MountDir holds what the node mounts from the host (the audit
+	// policy) when that is not the state directory (snap's Docker).
+	MountDir string `json:"mountDir,omitempty"`
+	// HTTPPort and HTTPSPort are the host ports of the ingress mapping
+	// (0: none).
+	HTTPPort  int `json:"httpPort,omitempty"`
+	HTTPSPort int `json:"httpsPort,omitempty"`
 }
 
 func (p *Provider) loadState(name string) *state {
@@ -200,10 +228,36 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 	}
 	reused := slices.Contains(existing, opts.Name)
 	if reused {
-		if err := p.ensureRunning(ctx, e, api, opts.Name, step); err != nil {
+		recreate := false
+		if st := p.loadState(opts.Name); st != nil && st.Creating {
+			fmt.Fprintf(s.ErrOut, "%s kind cluster %q is half-made (an earlier `labctl up` was interrupted while creating it): deleting it and creating it again\n",
+				s.Styles().Warning.Render("!"), opts.Name)
+			recreate = true
+		} else if err := p.ensureRunning(ctx, e, api, opts.Name, step); errors.Is(err, errPodmanStopped) {
+			confirm := p.Confirm
+			if confirm == nil && s.CanPrompt() {
+				confirm = s.Confirm
+			}
+			step.Fail() // the spinner must not run over the question
+			if confirm == nil || !confirm(fmt.Sprintf("kind cluster %q is stopped, and kind cannot restart Podman nodes. Delete it and create it again (the lab's objects in it are lost)?", opts.Name)) {
+				return nil, err
+			}
+			recreate = true
+			step = s.StartStep(fmt.Sprintf("Recreating kind cluster %q with %s", opts.Name, e.Name))
+		} else if err != nil {
 			step.Fail()
 			return nil, err
 		}
+		if recreate {
+			step.Update("deleting the old cluster")
+			if err := api.Delete(opts.Name, p.kubeconfigFile(opts.Name)); err != nil {
+				step.Fail()
+				return nil, engineError(e, "kind could not delete cluster "+opts.Name, err)
+			}
+			reused = false
+		}
+	}
+	if reused {
 		step.Skip("already exists")
 	} else {
 		if err := p.create(ctx, e, api, s, step, opts.Name); err != nil {
@@ -228,6 +282,9 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 		wait.Done()
 	}
 	st := &state{Engine: e.Name}
+	if old := p.loadState(opts.Name); old != nil {
+		st.MountDir, st.HTTPPort, st.HTTPSPort = old.MountDir, old.HTTPPort, old.HTTPSPort
+	}
 	if !opts.SkipKubeconfigMerge {
 		if err := p.mergeKubeconfig(opts.Name, userKC); err != nil {
 			return c, err
@@ -252,19 +309,29 @@ func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *ios
 		return userr.New(fmt.Sprintf("the name %q is taken: a %s container %s exists that is not a node of kind cluster %q", name, e.Name, node, name),
 			fmt.Sprintf("remove it (`%s rm -f %s`) or choose another name with --name", e.Name, node))
 	}
-	policy := filepath.Join(p.Dir(name), "audit-policy.yaml")
+	facts, err := e.Facts(ctx)
+	if err != nil {
+		return engineError(e, "cannot read what "+e.Name+" says about its host", err)
+	}
+	warn := s.Styles().Warning.Render("!")
+	mountDir, err := p.mountDir(name, facts)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(mountDir, 0o755); err != nil {
+		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("cannot create %s: %v", mountDir, err), "check its permissions")
+	}
+	policy := filepath.Join(mountDir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(cluster.AuditPolicy), 0o644); err != nil {
 		return userr.Wrap(err, userr.ExitFailure, "cannot write the audit policy: "+err.Error(), "check the disk and XDG_STATE_HOME")
 	}
-	mapPorts := true
-	for _, port := range []int{80, 443} {
-		if p.portInUse(port) {
-			mapPorts = false
-			fmt.Fprintf(s.ErrOut, "%s port %d is in use on this machine: creating the cluster without the course's ingress port mapping (80/443); free the port and run `labctl reset --cluster` to get it\n",
-				s.Styles().Warning.Render("!"), port)
-			break
-		}
+	if facts.Snap {
+		fmt.Fprintf(s.ErrOut, "%s Docker from snap cannot read hidden directories: the cluster's audit policy is in %s (removed by `labctl down`)\n", warn, mountDir)
 	}
+	if facts.CgroupV1() {
+		fmt.Fprintf(s.ErrOut, "%s this host uses cgroup v1, which kubelet 1.35+ refuses by default: the cluster's kubelet is configured with failCgroupV1: false (cgroup v2 is the long-term fix)\n", warn)
+	}
+	httpPort, httpsPort := p.ingressPorts(e, facts, s)
 	img := p.NodeImage
 	if img == "" {
 		img = NodeImage
@@ -273,7 +340,14 @@ func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *ios
 	if wait == 0 {
 		wait = 5 * time.Minute
 	}
-	cfg := ClusterConfig(name, img, policy, mapPorts)
+	cfg := ClusterConfig(ConfigOptions{Name: name, NodeImage: img, PolicyHostPath: policy, HTTPPort: httpPort, HTTPSPort: httpsPort, CgroupV1: facts.CgroupV1()})
+	st := &state{Engine: e.Name, Creating: true, HTTPPort: httpPort, HTTPSPort: httpsPort}
+	if mountDir != p.Dir(name) {
+		st.MountDir = mountDir
+	}
+	if err := p.saveState(name, st); err != nil {
+		return userr.Wrap(err, userr.ExitFailure, "cannot save the cluster's state: "+err.Error(), "check the disk and XDG_STATE_HOME")
+	}
 	kc := p.kubeconfigFile(name)
 	done := make(chan error, 1)
 	go func() { done <- api.Create(cfg, kc, wait) }()
@@ -284,17 +358,91 @@ func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *ios
 		// background is not an option (the process exits), so say what
 		// may be left behind.
 		return userr.Wrap(ctx.Err(), userr.ExitInterrupted, "interrupted while kind was creating the cluster",
-			fmt.Sprintf("run `labctl down --provider kind --name %s` to remove what was created", name))
+			fmt.Sprintf("the next `labctl up` deletes the half-made cluster and creates it again (or `labctl down --provider kind --name %s` removes it)", name))
 	}
 	if err != nil {
 		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("kind could not create cluster %q: %s", name, oneLine(err)),
 			fmt.Sprintf("run with -v for kind's output; `%s ps -a` shows its containers; then `labctl up` again", e.Name))
 	}
+	st.Creating = false
+	if err := p.saveState(name, st); err != nil {
+		return userr.Wrap(err, userr.ExitFailure, "cannot save the cluster's state: "+err.Error(), "check the disk and XDG_STATE_HOME")
+	}
 	return nil
 }
 
+// mountDir is where the files the node mounts from the host live: the
+// cluster's state directory, except for Docker from snap, which cannot
+// see hidden directories such as ~/.local/state (kind's known issues).
+func (p *Provider) mountDir(name string, f *engine.Facts) (string, error) {
+	if !f.Snap {
+		return p.Dir(name), nil
+	}
+	root := p.VisibleRoot
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", userr.Wrap(err, userr.ExitEnvironment, "Docker from snap needs the audit policy in a visible directory of $HOME, and $HOME is unknown", "set HOME")
+		}
+		root = filepath.Join(home, "labctl", "kind")
+	}
+	return filepath.Join(root, name), nil
+}
+
+// ingressPorts are the host ports for the node's 80 and 443: the course's
+// 80 and 443, or 8080 and 8443 when a rootless engine may not publish
+// privileged ports, or none when those are taken; the user is told which.
+func (p *Provider) ingressPorts(e *engine.Engine, f *engine.Facts, s *iostreams.IOStreams) (int, int) {
+	warn := s.Styles().Warning.Render("!")
+	http, https := 80, 443
+	if f.Rootless {
+		if start := p.unprivilegedPortStart(); start > http {
+			http, https = 8080, 8443
+			fmt.Fprintf(s.ErrOut, "%s rootless %s cannot publish ports below %d (net.ipv4.ip_unprivileged_port_start): the cluster's ingress is on http://localhost:%d and https://localhost:%d instead of 80/443; `sudo sysctl net.ipv4.ip_unprivileged_port_start=80` and `labctl reset --cluster` give you 80/443\n",
+				warn, e.Name, start, http, https)
+		}
+	}
+	for _, port := range []int{http, https} {
+		if p.portInUse(port) {
+			fmt.Fprintf(s.ErrOut, "%s port %d is in use on this machine: creating the cluster without the course's ingress port mapping (%d/%d); free the port and run `labctl reset --cluster` to get it\n",
+				warn, port, http, https)
+			return 0, 0
+		}
+	}
+	return http, https
+}
+
+func (p *Provider) unprivilegedPortStart() int {
+	if p.UnprivilegedPortStart != nil {
+		return p.UnprivilegedPortStart()
+	}
+	return UnprivilegedPortStart()
+}
+
+// UnprivilegedPortStart reads net.ipv4.ip_unprivileged_port_start (1024,
+// the kernel's default, when it cannot be read).
+func UnprivilegedPortStart() int {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+	if err != nil {
+		return 1024
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return 1024
+	}
+	return n
+}
+
+// errPodmanStopped is under ensureRunning's error for a stopped Podman
+// cluster, which only recreating brings back.
+var errPodmanStopped = errors.New("kind cannot restart Podman nodes")
+
 // ensureRunning starts the node containers of an existing cluster that
-// stopped (e.g. after a reboot) and waits for its API.
+// stopped (e.g. after a reboot) and waits until it works again: API ready,
+// every node Ready with a fresh heartbeat, and kube-system's controller
+// manager and scheduler holding their leases. Podman nodes cannot be
+// restarted (their addresses change), so there it says how to recreate
+// the cluster (an error wrapping errPodmanStopped; Up offers to do it).
 func (p *Provider) ensureRunning(ctx context.Context, e *engine.Engine, api API, name string, step *iostreams.Step) error {
 	ns, err := api.ListNodes(name)
 	if err != nil {
@@ -313,7 +461,14 @@ func (p *Provider) ensureRunning(ctx context.Context, e *engine.Engine, api API,
 	if len(stopped) == 0 {
 		return nil
 	}
+	if e.Name == engine.Podman {
+		return userr.Wrap(errPodmanStopped, userr.ExitFailure, fmt.Sprintf("kind cluster %q is stopped (after a reboot?), and kind cannot restart Podman nodes: their addresses change", name),
+			fmt.Sprintf("recreate it: `labctl down --provider kind --name %s`, then `labctl up` (the lab's objects in the cluster are lost, your project is not)", name))
+	}
 	step.Update("starting stopped nodes")
+	// The API server's clock is the host's: heartbeats and leases renewed
+	// after this moment come from the restarted cluster.
+	since := time.Now().Add(-time.Second)
 	if err := e.Start(ctx, stopped...); err != nil {
 		return engineError(e, "cannot start the stopped nodes of kind cluster "+name, err)
 	}
@@ -325,8 +480,69 @@ func (p *Provider) ensureRunning(ctx context.Context, e *engine.Engine, api API,
 	if err != nil {
 		return err
 	}
+	internal, err := nodeutils.InternalNodes(ns)
+	if err != nil {
+		return engineError(e, "cannot read the roles of kind cluster "+name+"'s nodes", err)
+	}
+	var names []string
+	for _, n := range internal {
+		names = append(names, n.String())
+	}
+	if err := waitHealthy(ctx, cfg, names, since, step, 3*time.Minute); err != nil {
+		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("kind cluster %q started again but is not healthy: %s", name, oneLine(err)),
+			fmt.Sprintf("check `%s logs %s`; `labctl reset --cluster` recreates it", e.Name, ControlPlaneNode(name)))
+	}
+	return nil
+}
+
+var (
+	leases = coordinationv1.SchemeGroupVersion.WithResource("leases")
+	nodesR = corev1.SchemeGroupVersion.WithResource("nodes")
+)
+
+// waitHealthy waits until a restarted cluster works: /readyz passes, each
+// node renewed its lease since `since` and is Ready, and the controller
+// manager and scheduler renewed their leader leases since then (a
+// restarted control plane can answer /readyz while its controllers are
+// still down, and then nothing reconciles).
+func waitHealthy(ctx context.Context, cfg *rest.Config, nodeNames []string, since time.Time, step *iostreams.Step, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	left := func() time.Duration { return max(time.Until(deadline), time.Second) }
 	step.Update("waiting for the API server")
-	return waitReadyz(ctx, cfg, 2*time.Minute)
+	if err := waitReadyz(ctx, cfg, left()); err != nil {
+		return err
+	}
+	for _, n := range nodeNames {
+		step.Update("waiting for node %s", n)
+		if _, err := kube.WaitFor(ctx, cfg, leases, "kube-node-lease", n, left(), renewedSince(since)); err != nil {
+			return fmt.Errorf("node %s's kubelet did not renew its lease: %w", n, err)
+		}
+		if _, err := kube.WaitFor(ctx, cfg, nodesR, "", n, left(), kube.StatusCondition("Ready", "True")); err != nil {
+			return fmt.Errorf("node %s is not Ready: %w", n, err)
+		}
+	}
+	for _, c := range []string{"kube-controller-manager", "kube-scheduler"} {
+		step.Update("waiting for %s", c)
+		if _, err := kube.WaitFor(ctx, cfg, leases, "kube-system", c, left(), renewedSince(since)); err != nil {
+			return fmt.Errorf("%s did not take its lease again: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// renewedSince is a Condition on a Lease: renewed at or after t.
+func renewedSince(t time.Time) kube.Condition {
+	return func(obj *unstructured.Unstructured) (bool, error) {
+		if obj == nil {
+			return false, nil
+		}
+		raw, _, _ := unstructured.NestedString(obj.Object, "spec", "renewTime")
+		renewed, err := time.Parse(time.RFC3339Nano, raw)
+		if err != nil {
+			return false, nil
+		}
+		return !renewed.Before(t), nil
+	}
 }
 
 func (p *Provider) portInUse(port int) bool {
@@ -336,15 +552,51 @@ func (p *Provider) portInUse(port int) bool {
 	return PortInUse(port)
 }
 
-// PortInUse reports whether something accepts connections on
-// 127.0.0.1:port.
+// PortInUse reports whether the host TCP port is taken for kind, which
+// publishes on ListenAddress (all addresses): a listener on any address
+// blocks it, not only one on 127.0.0.1. It tries to listen there itself;
+// where it may not (a privileged port), it asks the kernel's socket table,
+// and without one (macOS) it dials 127.0.0.1.
 func PortInUse(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(ListenAddress, strconv.Itoa(port)))
+	if err == nil {
+		l.Close()
+		return false
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return true
+	}
+	if listening, ok := listeningInProc(port); ok {
+		return listening
+	}
 	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 500*time.Millisecond)
 	if err != nil {
 		return false
 	}
 	c.Close()
 	return true
+}
+
+// listeningInProc looks for a listening TCP socket on port in
+// /proc/net/tcp and tcp6; ok is false when they cannot be read.
+func listeningInProc(port int) (listening, ok bool) {
+	want := fmt.Sprintf(":%04X", port)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		ok = true
+		for _, line := range strings.Split(string(raw), "\n")[1:] {
+			fields := strings.Fields(line)
+			// local_address is fields[1] (ADDR:PORT), st is fields[3];
+			// 0A is LISTEN.
+			if len(fields) > 3 && strings.HasSuffix(fields[1], want) && fields[3] == "0A" {
+				return true, true
+			}
+		}
+	}
+	return false, ok
 }
 
 func (p *Provider) clusterFor(ctx context.Context, e *engine.Engine, api API, name string) (*cluster.Cluster, error) {
@@ -516,7 +768,13 @@ func (p *Provider) Nodes(ctx context.Context, name string) (*engine.Engine, []no
 	if err != nil {
 		return nil, nil, engineError(e, "cannot list the nodes of kind cluster "+name, err)
 	}
-	return e, ns, nil
+	// As kind's own `load` does: only the Kubernetes nodes, never an
+	// external load balancer's container.
+	internal, err := nodeutils.InternalNodes(ns)
+	if err != nil {
+		return nil, nil, engineError(e, "cannot read the roles of kind cluster "+name+"'s nodes", err)
+	}
+	return e, internal, nil
 }
 
 // Down implements cluster.Provider.
@@ -535,6 +793,11 @@ func (p *Provider) Down(ctx context.Context, name string) error {
 	if st != nil && st.UserKubeconfig != "" {
 		if err := kubeconfig.Remove(st.UserKubeconfig, ContextName(name)); err != nil {
 			return err
+		}
+	}
+	if st != nil && st.MountDir != "" {
+		if err := os.RemoveAll(st.MountDir); err != nil {
+			return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("deleted the cluster but cannot remove %s: %v", st.MountDir, err), "remove it by hand")
 		}
 	}
 	if err := os.RemoveAll(p.Dir(name)); err != nil {

@@ -6,17 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/yaml"
@@ -96,6 +104,10 @@ type fakeAPI struct {
 	kubeconfig string
 	calls      []string
 	onCreate   func(name string)
+	// block, when set, makes Create wait for it (an interrupted create);
+	// entered is closed when Create starts waiting, returned when it
+	// returns.
+	block, entered, returned chan struct{}
 }
 
 func newFakeAPI() *fakeAPI { return &fakeAPI{clusters: map[string][]nodes.Node{}} }
@@ -105,6 +117,13 @@ func (f *fakeAPI) Create(cfg *v1alpha4.Cluster, kubeconfigPath string, wait time
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "create "+cfg.Name)
 	f.created = append(f.created, cfg)
+	if f.block != nil {
+		close(f.entered)
+		f.mu.Unlock()
+		<-f.block
+		f.mu.Lock()
+		defer close(f.returned)
+	}
 	if f.createErr != nil {
 		return f.createErr
 	}
@@ -154,6 +173,8 @@ func (f *fakeAPI) KubeConfig(name string) (string, error) {
 type containers struct {
 	mu    sync.Mutex
 	state map[string]*engine.Container
+	// onStart runs after `<engine> start` (the cluster coming back).
+	onStart func()
 }
 
 func (c *containers) attach(r *enginetest.Runner, name string) {
@@ -178,6 +199,9 @@ func (c *containers) attach(r *enginetest.Runner, name string) {
 		for _, n := range cmd.Args[1:] {
 			c.state[n].Running = true
 		}
+		if c.onStart != nil {
+			c.onStart()
+		}
 		return nil
 	})
 }
@@ -195,7 +219,7 @@ type fixture struct {
 func newFixture(t *testing.T, engineName string) *fixture {
 	t.Helper()
 	f := &fixture{api: newFakeAPI(), r: enginetest.NewRunner(), cts: &containers{state: map[string]*engine.Container{}}}
-	f.r.Running(engineName, "27.1.0")
+	f.r.Running(engineName, "27.1.0").Info(engineName, engine.Facts{CgroupVersion: "2", Arch: "amd64"})
 	f.cts.attach(f.r, engineName)
 	f.p = &kind.Provider{
 		Runner:    f.r,
@@ -320,16 +344,269 @@ func assertAuditPatch(t *testing.T, patch, policyInNode string) {
 	assert.Contains(t, mounts, filepath.Dir(kind.AuditLogPath))
 }
 
-func TestUpReusesAndStartsStoppedNodes(t *testing.T) {
+// comeBack plays a restarted cluster on the local control plane: the
+// node's kubelet and the controller manager and scheduler renew their
+// leases, and the node is Ready.
+func comeBack(t *testing.T, env *testcluster.Cluster, node string) func() {
+	return func() {
+		ctx := context.Background()
+		cs, err := kubernetes.NewForConfig(env.Config)
+		require.NoError(t, err)
+		now := metav1.NewMicroTime(time.Now())
+		for _, l := range []struct{ ns, name string }{{"kube-node-lease", node}, {"kube-system", "kube-controller-manager"}, {"kube-system", "kube-scheduler"}} {
+			_ = cs.CoordinationV1().Leases(l.ns).Delete(ctx, l.name, metav1.DeleteOptions{})
+			_, err := cs.CoordinationV1().Leases(l.ns).Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: l.name},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.name), RenewTime: &now},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				_ = cs.CoordinationV1().Leases(l.ns).Delete(context.Background(), l.name, metav1.DeleteOptions{})
+			})
+		}
+		_, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+		// A patch, not an update: kwok and the node controller write the
+		// node too.
+		stamp := time.Now().UTC().Format(time.RFC3339)
+		ready := `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"` + stamp + `","lastTransitionTime":"` + stamp + `"}]}}`
+		_, err = cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(ready), metav1.PatchOptions{}, "status")
+		require.NoError(t, err)
+	}
+}
+
+func TestUpReusesAndStartsStoppedDockerNodes(t *testing.T) {
 	env := apiServer(t)
-	f := newFixture(t, "podman")
+	f := newFixture(t, "docker")
 	f.api.kubeconfig = kindKubeconfig(t, env, "lab")
 	f.exists("lab", false)
+	f.cts.onStart = comeBack(t, env, "lab-control-plane")
 	c, err := f.up("lab")
 	require.NoError(t, err, f.errOut.String())
 	assert.True(t, c.Reused)
 	assert.Empty(t, f.api.created)
-	assert.Equal(t, 1, f.r.Called("podman start lab-control-plane"))
+	assert.Equal(t, 1, f.r.Called("docker start lab-control-plane"))
+}
+
+func TestUpStartedNodesMustBecomeHealthy(t *testing.T) {
+	env := apiServer(t)
+	f := newFixture(t, "docker")
+	f.api.kubeconfig = kindKubeconfig(t, env, "sick")
+	f.exists("sick", false)
+	// /readyz passes, but no kubelet or controller renews a lease.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err := f.p.Up(ctx, cluster.UpOptions{Name: "sick", Streams: f.s, KubeconfigPath: f.userKC})
+	require.Error(t, err)
+	msg := userr.Message(err)
+	assert.Contains(t, msg, `kind cluster "sick" started again but is not healthy`)
+	assert.Contains(t, msg, "sick-control-plane")
+	assert.Contains(t, msg, "labctl reset --cluster")
+}
+
+func TestUpPodmanClusterAfterReboot(t *testing.T) {
+	t.Run("says how to recreate it", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.exists("lab", false)
+		_, err := f.up("lab")
+		require.Error(t, err)
+		msg := userr.Message(err)
+		assert.Contains(t, msg, `kind cluster "lab" is stopped (after a reboot?), and kind cannot restart Podman nodes`)
+		assert.Contains(t, msg, "labctl down --provider kind --name lab")
+		assert.Zero(t, f.r.Called("podman start"), "a Podman node is never restarted")
+		assert.Empty(t, f.api.deleted)
+	})
+	t.Run("recreates it with consent", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.exists("lab", false)
+		var asked string
+		f.p.Confirm = func(q string) bool { asked = q; return true }
+		f.api.createErr = errors.New("stop here")
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Contains(t, asked, "kind cannot restart Podman nodes")
+		assert.Equal(t, []string{"lab"}, f.api.deleted)
+		assert.Len(t, f.api.created, 1)
+		assert.Zero(t, f.r.Called("podman start"))
+	})
+	t.Run("asks on a terminal", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.s, _, f.errOut = iostreams.Test(true)
+		f.s.In = strings.NewReader("y\n")
+		f.exists("lab", false)
+		f.api.createErr = errors.New("stop here")
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Contains(t, f.errOut.String(), "Delete it and create it again (the lab's objects in it are lost)? [y/N]")
+		assert.Equal(t, []string{"lab"}, f.api.deleted)
+		assert.Len(t, f.api.created, 1)
+	})
+	t.Run("declined", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.exists("lab", false)
+		f.p.Confirm = func(string) bool { return false }
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Empty(t, f.api.deleted)
+	})
+}
+
+// createdConfig runs Up until kind is asked to create the cluster and
+// returns that configuration (kind then fails, so no API is needed).
+func (f *fixture) createdConfig(t *testing.T, name string) *v1alpha4.Cluster {
+	t.Helper()
+	f.api.createErr = errors.New("stop here")
+	_, err := f.up(name)
+	require.Error(t, err)
+	require.Len(t, f.api.created, 1)
+	return f.api.created[0]
+}
+
+func hostPorts(cfg *v1alpha4.Cluster) []int32 {
+	var out []int32
+	for _, m := range cfg.Nodes[0].ExtraPortMappings {
+		out = append(out, m.HostPort)
+	}
+	return out
+}
+
+func TestConfigFollowsTheHost(t *testing.T) {
+	t.Run("cgroup v2: audit patch only, ports 80/443 on all addresses", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		cfg := f.createdConfig(t, "lab")
+		assert.Len(t, cfg.KubeadmConfigPatches, 1)
+		assert.Equal(t, []int32{80, 443}, hostPorts(cfg))
+		for _, m := range cfg.Nodes[0].ExtraPortMappings {
+			assert.Equal(t, kind.ListenAddress, m.ListenAddress, "the address the port probe checks")
+		}
+		assert.NotContains(t, f.errOut.String(), "cgroup v1")
+	})
+	t.Run("cgroup v1: kubelet told failCgroupV1: false", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.r.Info("docker", engine.Facts{CgroupVersion: "1", Arch: "amd64"})
+		cfg := f.createdConfig(t, "lab")
+		require.Len(t, cfg.KubeadmConfigPatches, 2)
+		var patch map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(cfg.KubeadmConfigPatches[1]), &patch))
+		assert.Equal(t, map[string]any{"kind": "KubeletConfiguration", "failCgroupV1": false}, patch)
+		assert.Contains(t, f.errOut.String(), "this host uses cgroup v1")
+	})
+	t.Run("podman on cgroup v1 too", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.r.Info("podman", engine.Facts{CgroupVersion: "1", Arch: "amd64"})
+		cfg := f.createdConfig(t, "lab")
+		assert.Len(t, cfg.KubeadmConfigPatches, 2)
+	})
+	t.Run("rootless: high ports, said plainly", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.r.Info("podman", engine.Facts{CgroupVersion: "2", Arch: "amd64", Rootless: true})
+		f.p.UnprivilegedPortStart = func() int { return 1024 }
+		cfg := f.createdConfig(t, "lab")
+		assert.Equal(t, []int32{8080, 8443}, hostPorts(cfg))
+		assert.Contains(t, f.errOut.String(), "rootless podman cannot publish ports below 1024")
+		assert.Contains(t, f.errOut.String(), "http://localhost:8080 and https://localhost:8443 instead of 80/443")
+	})
+	t.Run("rootless docker where the host allows port 80", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.r.Info("docker", engine.Facts{CgroupVersion: "2", Arch: "amd64", Rootless: true})
+		f.p.UnprivilegedPortStart = func() int { return 80 }
+		assert.Equal(t, []int32{80, 443}, hostPorts(f.createdConfig(t, "lab")))
+	})
+	t.Run("rootless with the high port taken: none", func(t *testing.T) {
+		f := newFixture(t, "podman")
+		f.r.Info("podman", engine.Facts{CgroupVersion: "2", Arch: "amd64", Rootless: true})
+		f.p.UnprivilegedPortStart = func() int { return 1024 }
+		f.p.PortInUse = func(port int) bool { return port == 8443 }
+		assert.Empty(t, hostPorts(f.createdConfig(t, "lab")))
+		assert.Contains(t, f.errOut.String(), "port 8443 is in use")
+	})
+	t.Run("docker from snap: the policy where snap can see it", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.r.Info("docker", engine.Facts{CgroupVersion: "2", Arch: "amd64", Snap: true})
+		f.p.VisibleRoot = filepath.Join(t.TempDir(), "labctl", "kind")
+		cfg := f.createdConfig(t, "lab")
+		policy := cfg.Nodes[0].ExtraMounts[0].HostPath
+		assert.Equal(t, filepath.Join(f.p.VisibleRoot, "lab", "audit-policy.yaml"), policy)
+		assert.FileExists(t, policy)
+		assert.Contains(t, f.errOut.String(), "Docker from snap cannot read hidden directories")
+		// down removes it with the cluster.
+		f.exists("lab", true)
+		require.NoError(t, f.p.Down(context.Background(), "lab"))
+		assert.NoDirExists(t, filepath.Join(f.p.VisibleRoot, "lab"))
+	})
+	t.Run("engine facts unreadable", func(t *testing.T) {
+		f := newFixture(t, "docker")
+		f.r.OnFail("docker info --format {{json .}}", 1, "error during connect\n")
+		_, err := f.up("lab")
+		require.Error(t, err)
+		assert.Contains(t, userr.Message(err), "cannot read what docker says about its host")
+		assert.Empty(t, f.api.created)
+	})
+}
+
+func TestHalfMadeClusterIsRecreated(t *testing.T) {
+	f := newFixture(t, "docker")
+	f.api.block, f.api.entered, f.api.returned = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.p.Up(ctx, cluster.UpOptions{Name: "lab", Streams: f.s, KubeconfigPath: f.userKC})
+		errc <- err
+	}()
+	// Ctrl-C while kind creates the nodes.
+	<-f.api.entered
+	cancel()
+	err := <-errc
+	require.Error(t, err)
+	assert.Equal(t, userr.ExitInterrupted, userr.Code(err))
+	assert.Contains(t, userr.Message(err), "the next `labctl up` deletes the half-made cluster")
+	close(f.api.block)
+	<-f.api.returned
+	// The process died here; kind left a node behind.
+	f.api.mu.Lock()
+	f.api.created, f.api.block = nil, nil
+	f.api.mu.Unlock()
+	f.exists("lab", true)
+
+	f.api.createErr = errors.New("stop here")
+	_, err = f.up("lab")
+	require.Error(t, err)
+	assert.Contains(t, f.errOut.String(), `kind cluster "lab" is half-made`)
+	assert.Equal(t, []string{"lab"}, f.api.deleted)
+	assert.Len(t, f.api.created, 1, "created again")
+}
+
+func TestNodesAreTheInternalOnes(t *testing.T) {
+	f := newFixture(t, "docker")
+	cp := f.exists("lab", true)
+	lb := enginetest.NewNode("lab-external-load-balancer")
+	lb.RoleName = "external-load-balancer"
+	w := enginetest.NewNode("lab-worker")
+	w.RoleName = "worker"
+	f.api.clusters["lab"] = append(f.api.clusters["lab"], lb, w)
+	_, ns, err := f.p.Nodes(context.Background(), "lab")
+	require.NoError(t, err)
+	var names []string
+	for _, n := range ns {
+		names = append(names, n.String())
+	}
+	assert.Equal(t, []string{cp.Name, "lab-worker"}, names)
+}
+
+// TestPortInUseSeesEveryAddress: kind publishes on all addresses, so a
+// program listening on any one of them takes the port (dialing 127.0.0.1
+// alone misses one on 127.0.0.2).
+func TestPortInUseSeesEveryAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("cannot listen on 127.0.0.2 here: %v", err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	assert.True(t, kind.PortInUse(port))
+	l.Close()
+	assert.False(t, kind.PortInUse(port))
 }
 
 func TestUpWithoutPortsWhenTaken(t *testing.T) {

@@ -184,6 +184,16 @@ type Store struct {
 	// archives (Podman converting it: the archive's ID then differs from
 	// the engine's).
 	SaveConfig func(img Image) []byte
+	// ContainerdStore makes `image inspect` answer like Docker with the
+	// containerd image store: the ID is the image index's digest, never
+	// the config digest kind's nodes report.
+	ContainerdStore bool
+}
+
+// IndexDigest is the ID Docker's containerd image store gives img.
+func (i Image) IndexDigest() string {
+	sum := sha256.Sum256(append([]byte("index:"), i.Config...))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Put adds or replaces an image.
@@ -213,6 +223,9 @@ func (s *Store) Attach(r *Runner, name string) {
 			return Fail(c, 125, "Error: inspecting object: "+ref+": image not known\n")
 		}
 		id := img.ID()
+		if s.ContainerdStore {
+			id = img.IndexDigest()
+		}
 		if s.IDWithoutPrefix {
 			id = strings.TrimPrefix(id, "sha256:")
 		}
@@ -236,6 +249,10 @@ func (s *Store) Attach(r *Runner, name string) {
 		}
 		raw, err := DockerArchive(img)
 		if err != nil {
+			return err
+		}
+		if out == "" {
+			_, err = c.Stdout.Write(raw)
 			return err
 		}
 		return os.WriteFile(out, raw, 0o644)
@@ -279,4 +296,52 @@ func DockerArchive(img Image) ([]byte, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// Info scripts the engine's host facts (`docker info --format '{{json .}}'`,
+// `podman info --format json`) as the real engines report them; name must
+// already be Running. Snap Docker shows through its data directory.
+func (r *Runner) Info(name string, f engine.Facts) *Runner {
+	if name == engine.Podman {
+		arch := f.Arch
+		cg := ""
+		if f.CgroupVersion != "" {
+			cg = "v" + f.CgroupVersion
+		}
+		raw, _ := json.Marshal(map[string]any{
+			"host":  map[string]any{"arch": arch, "cgroupVersion": cg, "security": map[string]any{"rootless": f.Rootless}},
+			"store": map[string]any{"graphRoot": f.RootDir},
+		})
+		return r.OnOutput(name+" info --format json", string(raw)+"\n")
+	}
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[f.Arch]
+	if arch == "" {
+		arch = f.Arch
+	}
+	security := []string{"name=seccomp,profile=builtin"}
+	if f.Rootless {
+		security = append(security, "name=rootless")
+	}
+	if f.CgroupVersion == "2" {
+		security = append(security, "name=cgroupns")
+	}
+	root := f.RootDir
+	if root == "" {
+		root = "/var/lib/docker"
+		if f.Snap {
+			root = "/var/snap/docker/common/var-lib-docker"
+		}
+	}
+	driverStatus := [][2]string{{"Backing Filesystem", "extfs"}}
+	driver := "overlay2"
+	if f.ContainerdStore {
+		driver = "overlayfs"
+		driverStatus = [][2]string{{"driver-type", "io.containerd.snapshotter.v1"}}
+	}
+	raw, _ := json.Marshal(map[string]any{
+		"ServerVersion": "27.1.0", "Driver": driver, "DriverStatus": driverStatus,
+		"CgroupVersion": f.CgroupVersion, "CgroupDriver": "systemd", "Architecture": arch,
+		"SecurityOptions": security, "DockerRootDir": root, "OSType": "linux",
+	})
+	return r.OnOutput(name+" info --format {{json .}}", string(raw)+"\n")
 }

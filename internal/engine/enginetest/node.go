@@ -33,6 +33,9 @@ type Node struct {
 	calls  []string
 	// ImportErr makes `ctr images import` fail.
 	ImportErr error
+	// AllPlatformsErr makes only `ctr images import --all-platforms` fail
+	// (an archive listing blobs it does not hold).
+	AllPlatformsErr error
 	// ImportedID, when set, is the ID the node records on import instead
 	// of the archive's (a node that keeps a stale image).
 	ImportedID string
@@ -128,6 +131,9 @@ func (c *nodeCmd) Run() error {
 	case c.name == "ctr" && contains(c.args, "import"):
 		if c.n.ImportErr != nil {
 			return c.runErr(c.n.ImportErr)
+		}
+		if c.n.AllPlatformsErr != nil && contains(c.args, "--all-platforms") {
+			return c.runErr(c.n.AllPlatformsErr)
 		}
 		if c.stdin == nil {
 			return c.fail("ctr: no archive on stdin")
