@@ -30,7 +30,7 @@ type Lab struct {
 	// as YAML anchors (`test-db: &test-db {...}`, then `spec: *test-db`).
 	// The loader resolves them; the engine never reads this field.
 	Bindings map[string]any `json:"bindings,omitempty"`
-	Tasks    []Task            `json:"tasks"`
+	Tasks    []Task         `json:"tasks"`
 	// Scenarios run in parallel, each in the run's namespace with its own
 	// objects; then the lab's cleanup scenario; then those marked final.
 	Scenarios []Scenario `json:"scenarios"`
