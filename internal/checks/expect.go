@@ -275,6 +275,14 @@ func lookup(obj map[string]any, path []labs.PathElem) (any, bool) {
 		return nil, false
 	}
 	for _, el := range path {
+		if el.Index != nil {
+			list, ok := cur.([]any)
+			if !ok || *el.Index >= len(list) {
+				return nil, false
+			}
+			cur = list[*el.Index]
+			continue
+		}
 		if el.Key != "" {
 			list, ok := cur.([]any)
 			if !ok {

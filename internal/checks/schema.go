@@ -8,8 +8,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
@@ -144,14 +147,58 @@ func runCRD(ctx context.Context, c *Context, params any) Outcome {
 
 type fieldSpec struct {
 	// Path is dotted from the object's root: spec.retention.
-	Path     string          `json:"path"`
-	Type     string          `json:"type,omitempty"`
-	Format   string          `json:"format,omitempty"`
-	Required bool            `json:"required,omitempty"`
-	Optional bool            `json:"optional,omitempty"`
-	Minimum  *float64        `json:"minimum,omitempty"`
-	Default  json.RawMessage `json:"default,omitempty"`
-	Enum     []string        `json:"enum,omitempty"`
+	Path     string   `json:"path"`
+	Type     string   `json:"type,omitempty"`
+	Format   string   `json:"format,omitempty"`
+	Required bool     `json:"required,omitempty"`
+	Optional bool     `json:"optional,omitempty"`
+	Minimum  *float64 `json:"minimum,omitempty"`
+	Maximum  *float64 `json:"maximum,omitempty"`
+	// Pattern holds examples the field's pattern must accept and reject:
+	// any regular expression that sorts them the same way is right.
+	Pattern *patternSpec    `json:"pattern,omitempty"`
+	Default json.RawMessage `json:"default,omitempty"`
+	Enum    []string        `json:"enum,omitempty"`
+	// EnumIncludes asks only that these values are in the enum: a field
+	// that later labs extend (lab 4.4 adds phases to lab 3.2's enum).
+	EnumIncludes []string `json:"enumIncludes,omitempty"`
+}
+
+type patternSpec struct {
+	Accepts []string `json:"accepts"`
+	Rejects []string `json:"rejects"`
+}
+
+func (p *patternSpec) String() string {
+	return fmt.Sprintf("a pattern accepting %s and rejecting %s", strings.Join(p.Accepts, ", "), strings.Join(p.Rejects, ", "))
+}
+
+// judge says what is wrong with a schema's pattern ("" when nothing). The
+// API server evaluates patterns as ECMA-262 regular expressions; the
+// patterns a lab asks for are in the part RE2 shares with them.
+func (p *patternSpec) judge(pattern string) string {
+	if pattern == "" {
+		return "no pattern"
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return fmt.Sprintf("pattern `%s` does not compile: %v", pattern, err)
+	}
+	var wrong []string
+	for _, v := range p.Accepts {
+		if !re.MatchString(v) {
+			wrong = append(wrong, fmt.Sprintf("rejects %q", v))
+		}
+	}
+	for _, v := range p.Rejects {
+		if re.MatchString(v) {
+			wrong = append(wrong, fmt.Sprintf("accepts %q", v))
+		}
+	}
+	if len(wrong) > 0 {
+		return fmt.Sprintf("pattern `%s` %s", pattern, strings.Join(wrong, ", "))
+	}
+	return ""
 }
 
 type columnSpec struct {
@@ -236,6 +283,18 @@ func runCRDSchema(ctx context.Context, c *Context, params any) Outcome {
 			}
 			bad = append(bad, fmt.Sprintf("minimum %s, not %s", got, strconv.FormatFloat(*f.Minimum, 'g', -1, 64)))
 		}
+		if f.Maximum != nil && (node.Maximum == nil || *node.Maximum != *f.Maximum) {
+			got := "none"
+			if node.Maximum != nil {
+				got = strconv.FormatFloat(*node.Maximum, 'g', -1, 64)
+			}
+			bad = append(bad, fmt.Sprintf("maximum %s, not %s", got, strconv.FormatFloat(*f.Maximum, 'g', -1, 64)))
+		}
+		if f.Pattern != nil {
+			if problem := f.Pattern.judge(node.Pattern); problem != "" {
+				bad = append(bad, problem)
+			}
+		}
 		if len(f.Default) > 0 {
 			var want any
 			_ = json.Unmarshal(f.Default, &want)
@@ -247,14 +306,18 @@ func runCRDSchema(ctx context.Context, c *Context, params any) Outcome {
 				bad = append(bad, fmt.Sprintf("default %s, not %s", showValue(got), string(f.Default)))
 			}
 		}
-		if len(f.Enum) > 0 {
-			var got []string
-			for _, e := range node.Enum {
-				var s string
-				if json.Unmarshal(e.Raw, &s) == nil {
-					got = append(got, s)
-				}
+		var enum []string
+		for _, e := range node.Enum {
+			var s string
+			if json.Unmarshal(e.Raw, &s) == nil {
+				enum = append(enum, s)
 			}
+		}
+		if missing := slices.DeleteFunc(slices.Clone(f.EnumIncludes), func(v string) bool { return slices.Contains(enum, v) }); len(missing) > 0 {
+			bad = append(bad, fmt.Sprintf("enum [%s] lacks %s", strings.Join(enum, ", "), strings.Join(missing, ", ")))
+		}
+		if len(f.Enum) > 0 {
+			got := enum
 			a, b := slices.Clone(got), slices.Clone(f.Enum)
 			sort.Strings(a)
 			sort.Strings(b)
@@ -320,11 +383,20 @@ func describeField(f fieldSpec) string {
 	if f.Minimum != nil {
 		attrs = append(attrs, "minimum "+strconv.FormatFloat(*f.Minimum, 'g', -1, 64))
 	}
+	if f.Maximum != nil {
+		attrs = append(attrs, "maximum "+strconv.FormatFloat(*f.Maximum, 'g', -1, 64))
+	}
+	if f.Pattern != nil {
+		attrs = append(attrs, f.Pattern.String())
+	}
 	if len(f.Default) > 0 {
 		attrs = append(attrs, "default "+string(f.Default))
 	}
 	if len(f.Enum) > 0 {
 		attrs = append(attrs, "enum "+strings.Join(f.Enum, "/"))
+	}
+	if len(f.EnumIncludes) > 0 {
+		attrs = append(attrs, "enum with "+strings.Join(f.EnumIncludes, "/"))
 	}
 	if len(attrs) > 0 {
 		s += " (" + strings.Join(attrs, ", ") + ")"
@@ -391,6 +463,10 @@ type crdTypesParams struct {
 	File string `json:"file"`
 	// Types maps a top-level field (spec, status) to its Go struct type.
 	Types map[string]string `json:"types"`
+	// CRDFile, when set, is the generated CRD in the project (relative
+	// path) to compare instead of the installed one: make manifests was
+	// run after the last change of the types.
+	CRDFile string `json:"crdFile,omitempty"`
 }
 
 func (p *crdTypesParams) Validate() error {
@@ -405,13 +481,28 @@ func runCRDMatchesTypes(ctx context.Context, c *Context, params any) Outcome {
 	if c.ProjectDir() == "" {
 		return skip("no project directory to compare the CRD with (pass --project)")
 	}
-	crd, _, out, ok := getCRD(ctx, c, p.Name)
-	if !ok {
-		return out
+	what := "the installed CRD " + p.Name
+	var crd *apiextensionsv1.CustomResourceDefinition
+	if p.CRDFile != "" {
+		what = p.CRDFile
+		raw, err := os.ReadFile(filepath.Join(c.ProjectDir(), filepath.FromSlash(p.CRDFile)))
+		if err != nil {
+			return fail("%s is missing: run make manifests", p.CRDFile)
+		}
+		crd = &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(raw, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
+			return fail("%s is no CustomResourceDefinition: run make manifests", p.CRDFile)
+		}
+	} else {
+		installed, _, out, ok := getCRD(ctx, c, p.Name)
+		if !ok {
+			return out
+		}
+		crd = installed
 	}
 	v := crdVersion(crd, p.Version)
 	if v == nil || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-		return fail("CRD %s has no schema for version %s", p.Name, p.Version)
+		return fail("%s has no schema for version %s", what, p.Version)
 	}
 	path := filepath.Join(c.ProjectDir(), filepath.FromSlash(p.File))
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
@@ -440,10 +531,10 @@ func runCRDMatchesTypes(ctx context.Context, c *Context, params any) Outcome {
 		}
 	}
 	if len(missing) == 0 {
-		return pass("the installed CRD %s has every field of %s (%d fields)", p.Name, p.File, len(checked))
+		return pass("%s has every field of %s (%d fields)", what, p.File, len(checked))
 	}
 	return Outcome{Status: report.Fail,
-		Message:  fmt.Sprintf("the installed CRD %s is older than %s: it lacks %s", p.Name, p.File, strings.Join(missing, ", ")),
+		Message:  fmt.Sprintf("%s is older than %s: it lacks %s", what, p.File, strings.Join(missing, ", ")),
 		Expected: "every json field of the Go types in the CRD schema",
 		Observed: "missing: " + strings.Join(missing, ", ")}
 }

@@ -16,7 +16,7 @@ import (
 func TestEmbeddedLabsLoad(t *testing.T) {
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"lab-3.4", "lab-8.2"}, labs.IDs(all))
+	assert.Equal(t, []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-8.2"}, labs.IDs(all))
 	for _, l := range all {
 		assert.Positive(t, l.MaxPoints(), l.ID)
 		assert.NotEmpty(t, l.Title.RU, l.ID)
@@ -95,4 +95,12 @@ func TestParsePath(t *testing.T) {
 	p, err := labs.ParsePath("status.conditions[type=Ready].reason")
 	require.NoError(t, err)
 	assert.Equal(t, []labs.PathElem{{Field: "status"}, {Field: "conditions"}, {Key: "type", Val: "Ready"}, {Field: "reason"}}, p)
+
+	p, err = labs.ParsePath("spec.ports[1].port")
+	require.NoError(t, err)
+	one := 1
+	assert.Equal(t, []labs.PathElem{{Field: "spec"}, {Field: "ports"}, {Index: &one}, {Field: "port"}}, p)
+
+	_, err = labs.ParsePath("spec.ports[-1].port")
+	assert.Error(t, err)
 }

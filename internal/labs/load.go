@@ -414,9 +414,12 @@ func (a Assertion) validate() error {
 type PathElem struct {
 	Field    string
 	Key, Val string // when Key != "": the list item whose Key equals Val
+	// Index, when not nil, is the list item at that position ([0]).
+	Index *int
 }
 
-// ParsePath splits status.conditions[type=Ready].reason.
+// ParsePath splits status.conditions[type=Ready].reason and
+// spec.volumeClaimTemplates[0].metadata.name.
 func ParsePath(p string) ([]PathElem, error) {
 	var out []PathElem
 	for _, part := range strings.Split(p, ".") {
@@ -427,9 +430,13 @@ func ParsePath(p string) ([]PathElem, error) {
 		out = append(out, PathElem{Field: field})
 		if hasSel {
 			sel, ok := strings.CutSuffix(sel, "]")
+			if i, err := strconv.Atoi(sel); ok && err == nil && i >= 0 {
+				out = append(out, PathElem{Index: &i})
+				continue
+			}
 			k, v, ok2 := strings.Cut(sel, "=")
 			if !ok || !ok2 || k == "" {
-				return nil, fmt.Errorf("path %q: a selector is [key=value]", p)
+				return nil, fmt.Errorf("path %q: a selector is [key=value] or [index]", p)
 			}
 			out = append(out, PathElem{Key: k, Val: v})
 		}

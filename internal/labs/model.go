@@ -26,7 +26,11 @@ type Lab struct {
 	// built-in ones (statefulset, service, secret, ...).
 	Kinds    map[string]string `json:"kinds,omitempty"`
 	Defaults Defaults          `json:"defaults,omitempty"`
-	Tasks    []Task            `json:"tasks"`
+	// Bindings hold what the lab writes once and uses in several steps,
+	// as YAML anchors (`test-db: &test-db {...}`, then `spec: *test-db`).
+	// The loader resolves them; the engine never reads this field.
+	Bindings map[string]any `json:"bindings,omitempty"`
+	Tasks    []Task         `json:"tasks"`
 	// Scenarios run in parallel, each in the run's namespace with its own
 	// objects; then the lab's cleanup scenario; then those marked final.
 	Scenarios []Scenario `json:"scenarios"`

@@ -25,7 +25,7 @@ func run(t *testing.T, tty bool, args ...string) (string, error) {
 func TestList(t *testing.T) {
 	out, err := run(t, false, "--lang", "en")
 	require.NoError(t, err)
-	assert.Equal(t, "lab-3.4\tAdvanced Client Operations\t13\t100\nlab-8.2\tComposing Operators\t13\t100\n", out)
+	assert.Equal(t, "lab-3.2\tAPI Design for Database Operator\t11\t100\nlab-3.3\tBuilding PostgreSQL Operator\t9\t100\nlab-3.4\tAdvanced Client Operations\t13\t100\nlab-8.2\tComposing Operators\t13\t100\n", out)
 	out, err = run(t, true, "--lang", "ru")
 	require.NoError(t, err)
 	assert.Contains(t, out, "Композиция операторов")
