@@ -53,6 +53,8 @@ func loadIntoRealKindNode(t *testing.T, name string) {
 		start := time.Now()
 		img, err := image.Build(ctx, image.BuildOptions{Engine: e, Dir: dir, Tag: tag, Mode: image.ModeFast})
 		require.NoError(t, err)
+		// A rebuild under the same tag leaves the old image untagged.
+		t.Cleanup(func() { te.RemoveImage(t, img.ID) })
 		t.Logf("built %s %s in %s", img.Ref, img.ID, time.Since(start).Round(time.Millisecond))
 		return img
 	}

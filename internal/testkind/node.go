@@ -162,12 +162,18 @@ func (e *Engine) NodeImage(t testing.TB, ctx context.Context, v Versions) string
 	return tag
 }
 
-// RemoveImage removes an image, failing the test when the engine cannot.
+// notFound: the engine says there is no such image or container.
+func notFound(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "no such") || strings.Contains(msg, "not known")
+}
+
+// RemoveImage removes an image (name or ID), failing the test when the engine cannot.
 func (e *Engine) RemoveImage(t testing.TB, ref string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := e.Run(ctx, "rmi", "-f", ref); err != nil {
+	if _, err := e.Run(ctx, "rmi", "-f", ref); err != nil && !notFound(err) {
 		t.Errorf("cleanup: %v", err)
 	}
 }
@@ -327,7 +333,7 @@ func (e *Engine) RemoveContainer(t testing.TB, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := e.Run(ctx, "rm", "-f", "-v", name); err != nil && !strings.Contains(err.Error(), "No such container") && !strings.Contains(err.Error(), "no such container") {
+	if _, err := e.Run(ctx, "rm", "-f", "-v", name); err != nil && !notFound(err) {
 		t.Errorf("cleanup: %v", err)
 	}
 }
