@@ -192,12 +192,15 @@ func buildNodeTools(ctx context.Context, out string) error {
 
 // AllowPrivileged makes sure the engine runs privileged containers, as
 // kind's `run --privileged` and `exec --privileged` need. When the host
-// refuses them (a VM whose capability bounding set lacks one Docker grants
-// to privileged containers: runc answers "unable to apply caps: operation
-// not permitted"), it says so in the log and puts a wrapper first on PATH
-// that replaces --privileged: `run` gets every capability the host has,
-// `exec` keeps the container's. Everything else reaches the engine as
-// kind sent it.
+// refuses them (a VM whose capability bounding set lacks CAP_SYS_RESOURCE,
+// which Docker grants privileged containers: runc answers "unable to apply
+// caps: operation not permitted"; Podman raises every container's nofile
+// and nproc limits, which needs that capability too: "error setting
+// rlimit type 7: operation not permitted"), it says so in the log and puts
+// a wrapper first on PATH: `run --privileged` gets every capability the
+// host has instead, `exec --privileged` keeps the container's, and a
+// Podman `run` keeps this process's hard limits. Everything else reaches
+// the engine as kind sent it.
 func (e *Engine) AllowPrivileged(t testing.TB, ctx context.Context, image string) {
 	t.Helper()
 	probe := []string{"run", "--rm", "--privileged", "--entrypoint", "/bin/cat", image, "/kind/version"}
@@ -213,12 +216,21 @@ func (e *Engine) AllowPrivileged(t testing.TB, ctx context.Context, image string
 	if err2 != nil {
 		t.Fatalf("this host refuses privileged containers (%v) and its capabilities cannot be read: %v", err, err2)
 	}
-	t.Logf("this host refuses privileged containers: %v", err)
-	t.Logf("so kind's --privileged becomes --cap-add=ALL --cap-drop=%s for run and is dropped for exec", strings.Join(missing, ","))
+	var runExtra []string
+	if e.Name == engine.Podman {
+		if runExtra, err2 = e.podmanLimits(ctx, image); err2 != nil {
+			t.Fatal(err2)
+		}
+	}
+	t.Logf("this host refuses privileged containers: %v", firstLine(e.Refused))
+	t.Logf("so kind's --privileged becomes --cap-add=ALL --cap-drop=%s for run and is dropped for exec; run also gets %v",
+		strings.Join(missing, ","), runExtra)
 	dir := t.TempDir()
 	shim := fmt.Sprintf(`#!/bin/sh
 # testkind: the host refuses --privileged (%s).
 sub=$1
+shift
+if [ "$sub" = run ]; then set -- %s "$@"; fi
 for a do
   shift
   if [ "$a" = --privileged ]; then
@@ -227,8 +239,8 @@ for a do
     set -- "$@" "$a"
   fi
 done
-exec %s "$@"
-`, strings.ReplaceAll(firstLine(e.Refused), "\n", " "), strings.Join(missing, " --cap-drop="), e.Path)
+exec %s "$sub" "$@"
+`, firstLine(e.Refused), strings.Join(runExtra, " "), strings.Join(missing, " --cap-drop="), e.Path)
 	if err := os.WriteFile(filepath.Join(dir, e.Name), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +248,44 @@ exec %s "$@"
 	if _, err := e.Run(ctx, probe...); err != nil {
 		t.Fatalf("even with every capability the host grants, the node image does not run: %v", err)
 	}
+}
+
+// podmanLimits are --ulimit flags for a Podman `run` that keep nofile and
+// nproc at the hard limits of conmon, the process runc starts from:
+// raising them needs CAP_SYS_RESOURCE. Podman lowers its own nproc before
+// starting conmon, so conmon's is read from a probe container (started
+// with limits low enough to be allowed).
+func (e *Engine) podmanLimits(ctx context.Context, image string) ([]string, error) {
+	out, err := e.Run(ctx, "run", "-d", "-i", "--ulimit=nofile=1024:1024", "--ulimit=nproc=1024:1024", "--entrypoint", "/bin/cat", image)
+	if err != nil {
+		return nil, err
+	}
+	id := strings.TrimSpace(string(out))
+	defer func() { _, _ = e.Run(context.WithoutCancel(ctx), "rm", "-f", id) }()
+	out, err = e.Run(ctx, "inspect", "--format", "{{.State.ConmonPid}}", id)
+	if err != nil {
+		return nil, err
+	}
+	limits, err := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/limits")
+	if err != nil {
+		return nil, fmt.Errorf("conmon's limits: %w", err)
+	}
+	var flags []string
+	for _, l := range []struct{ name, row string }{{"nofile", "Max open files"}, {"nproc", "Max processes"}} {
+		hard := ""
+		for _, line := range strings.Split(string(limits), "\n") {
+			if rest, ok := strings.CutPrefix(line, l.row); ok {
+				if f := strings.Fields(rest); len(f) >= 2 {
+					hard = f[1]
+				}
+			}
+		}
+		if hard == "" || hard == "unlimited" {
+			return nil, fmt.Errorf("conmon's %s limit not found in %s", l.name, limits)
+		}
+		flags = append(flags, fmt.Sprintf("--ulimit=%s=%s:%s", l.name, hard, hard))
+	}
+	return flags, nil
 }
 
 // capabilityNames are the Linux capabilities by number (0..40).
