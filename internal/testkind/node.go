@@ -157,9 +157,12 @@ func (e *Engine) NodeImage(t testing.TB, ctx context.Context, v Versions) string
 	if _, err := e.Run(ctx, "build", "-t", tag, dir); err != nil {
 		t.Fatalf("cannot build the node image: %v", err)
 	}
-	t.Logf("node image %s built in %s", tag, time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() { e.RemoveImage(t, tag) })
-	return tag
+	// Podman stores it as localhost/NAME: kind's Podman provider would
+	// look for docker.io/library/NAME and try to pull it.
+	ref := engine.New(e.Name, nil).LocalName(tag)
+	t.Logf("node image %s built in %s", ref, time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { e.RemoveImage(t, ref) })
+	return ref
 }
 
 // notFound: the engine says there is no such image or container.
