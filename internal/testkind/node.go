@@ -229,7 +229,21 @@ func (e *Engine) AllowPrivileged(t testing.TB, ctx context.Context, image string
 	t.Logf("so kind's --privileged becomes --cap-add=ALL --cap-drop=%s for run and is dropped for exec; run also gets %v",
 		strings.Join(missing, ","), runExtra)
 	dir := t.TempDir()
-	shim := fmt.Sprintf(`#!/bin/sh
+	shim := privilegeShim(e.Path, firstLine(e.Refused), missing, runExtra)
+	if err := os.WriteFile(filepath.Join(dir, e.Name), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if _, err := e.Run(ctx, probe...); err != nil {
+		t.Fatalf("even with every capability the host grants, the node image does not run: %v", err)
+	}
+}
+
+// privilegeShim is a wrapper for the engine at realPath: `run --privileged`
+// becomes `run --cap-add=ALL --cap-drop=<missing>...` with runExtra
+// after `run`, `exec --privileged` loses the flag, the rest passes as is.
+func privilegeShim(realPath, why string, missing, runExtra []string) string {
+	return fmt.Sprintf(`#!/bin/sh
 # testkind: the host refuses --privileged (%s).
 sub=$1
 shift
@@ -243,14 +257,7 @@ for a do
   fi
 done
 exec %s "$sub" "$@"
-`, firstLine(e.Refused), strings.Join(runExtra, " "), strings.Join(missing, " --cap-drop="), e.Path)
-	if err := os.WriteFile(filepath.Join(dir, e.Name), []byte(shim), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if _, err := e.Run(ctx, probe...); err != nil {
-		t.Fatalf("even with every capability the host grants, the node image does not run: %v", err)
-	}
+`, strings.ReplaceAll(why, "\n", " "), strings.Join(runExtra, " "), strings.Join(missing, " --cap-drop="), realPath)
 }
 
 // podmanLimits are --ulimit flags for a Podman `run` that keep nofile and
@@ -315,6 +322,12 @@ func missingCapabilities() ([]string, error) {
 			}
 		}
 	}
+	return capabilitiesOutside(bnd)
+}
+
+// capabilitiesOutside names the capabilities missing from a bounding set
+// (an error when none is).
+func capabilitiesOutside(bnd uint64) ([]string, error) {
 	var missing []string
 	for i, n := range capabilityNames {
 		if bnd&(1<<i) == 0 {
