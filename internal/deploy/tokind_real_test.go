@@ -24,9 +24,10 @@ import (
 // TestToKindForReal is `labctl up`'s operator deploy on kind with real
 // parts: the reference operator built the fast way by Docker, saved and
 // loaded by kind's nodeutils into a kind node container running a real
-// containerd (testkind), applied to a real API server (the local control
-// plane stands in for the node's, which testkind's node does not run) and
-// rolled out. An unchanged second deploy loads nothing and restarts
+// containerd (testkind), found by kind's own provider; the node's CRI
+// (crictl) reports the image ID labctl recorded; then it is applied to a
+// real API server (the local control plane stands in for the node's, which
+// testkind's node does not run) and rolled out. An unchanged second deploy loads nothing and restarts
 // nothing; a changed source is loaded again and restarts the rollout.
 func TestToKindForReal(t *testing.T) { toKindForReal(t, engine.Docker) }
 
@@ -77,6 +78,12 @@ func toKindForReal(t *testing.T, name string) {
 	first := d.Annotations[deploy.ImageIDAnnotation]
 	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, first)
 	assert.Equal(t, first, criID(), "the node's CRI has the image the Deployment was told about")
+	if name == engine.Docker {
+		// Docker's image ID is the config digest containerd reports.
+		built, err := engine.New(name, nil).ImageID(ctx, ref)
+		require.NoError(t, err)
+		assert.Equal(t, built, first)
+	}
 	assert.Equal(t, "1", revision(d))
 	assert.True(t, available(d))
 
