@@ -19,13 +19,15 @@ import (
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/testcluster"
 	"github.com/labctl/labctl/internal/testkind"
 )
 
 // Environment of TestKindCreatesTheNodeForReal.
 const (
-	// KubeadmEnv names a kubeadm binary; when set, the kubeadm config kind
-	// wrote into the node is checked with `kubeadm config validate`.
+	// KubeadmEnv names a kubeadm binary (default $LABCTL_BIN_DIR/kubeadm
+	// when that exists); with one, the kubeadm config kind wrote into the
+	// node is checked with `kubeadm config validate`.
 	KubeadmEnv = "LABCTL_KUBEADM"
 	// KubeadmConfigEnv is where that config is saved (default
 	// $XDG_CACHE_HOME/labctl/testkind/kubeadm.conf).
@@ -173,7 +175,15 @@ func kindCreatesTheNode(t *testing.T, name string) {
 
 	kubeadm := os.Getenv(KubeadmEnv)
 	if kubeadm == "" {
-		t.Logf("%s is not set: kind's kubeadm config is not validated with kubeadm", KubeadmEnv)
+		// The control-plane binaries' directory, once it holds a kubeadm.
+		if p := filepath.Join(os.Getenv(testcluster.BinariesEnv), "kubeadm"); os.Getenv(testcluster.BinariesEnv) != "" {
+			if _, err := os.Stat(p); err == nil {
+				kubeadm = p
+			}
+		}
+	}
+	if kubeadm == "" {
+		t.Logf("neither %s nor $%s/kubeadm names a kubeadm: kind's kubeadm config is not validated with kubeadm", KubeadmEnv, testcluster.BinariesEnv)
 		return
 	}
 	vout, err := exec.CommandContext(ctx, kubeadm, "config", "validate", "--config", saved).CombinedOutput()
