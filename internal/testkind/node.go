@@ -202,7 +202,7 @@ func buildNodeTools(ctx context.Context, out string) error {
 // rlimit type 7: operation not permitted"), it says so in the log and puts
 // a wrapper first on PATH: `run --privileged` gets every capability the
 // host has instead, `exec --privileged` keeps the container's, and a
-// Podman `run` keeps this process's hard limits. Everything else reaches
+// Podman `run` keeps conmon's hard limits. Everything else reaches
 // the engine as kind sent it.
 func (e *Engine) AllowPrivileged(t testing.TB, ctx context.Context, image string) {
 	t.Helper()
