@@ -17,17 +17,17 @@ import (
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/kind"
+	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/iostreams"
-	"github.com/labctl/labctl/internal/testcluster"
 	"github.com/labctl/labctl/internal/testkind"
 )
 
 // Environment of TestKindCreatesTheNodeForReal.
 const (
-	// KubeadmEnv names a kubeadm binary (default $LABCTL_BIN_DIR/kubeadm
-	// when that exists); with one, the kubeadm config kind wrote into the
-	// node is checked with `kubeadm config validate`.
+	// KubeadmEnv names the kubeadm that checks the kubeadm config kind
+	// wrote into the node (`kubeadm config validate`); default upstream's,
+	// built by controlplane.Kubeadm.
 	KubeadmEnv = "LABCTL_KUBEADM"
 	// KubeadmConfigEnv is where that config is saved (default
 	// $XDG_CACHE_HOME/labctl/testkind/kubeadm.conf).
@@ -172,19 +172,19 @@ func kindCreatesTheNode(t *testing.T, name string) {
 		assert.Equal(t, "/var/log/kubernetes/audit", volumes["labctl-audit-log"]["mountPath"])
 	}
 	assert.Contains(t, string(raw), "ingress-ready=true", "the node label of the course's ingress")
+	facts, err := engine.New(name, nil).Facts(ctx)
+	require.NoError(t, err)
+	if kubelet := docs["KubeletConfiguration"]; facts.CgroupV1() {
+		assert.Equal(t, false, kubelet["failCgroupV1"], "a cgroup v1 host gets the kubelet patch")
+	} else {
+		assert.NotContains(t, kubelet, "failCgroupV1")
+	}
 
 	kubeadm := os.Getenv(KubeadmEnv)
 	if kubeadm == "" {
-		// The control-plane binaries' directory, once it holds a kubeadm.
-		if p := filepath.Join(os.Getenv(testcluster.BinariesEnv), "kubeadm"); os.Getenv(testcluster.BinariesEnv) != "" {
-			if _, err := os.Stat(p); err == nil {
-				kubeadm = p
-			}
-		}
-	}
-	if kubeadm == "" {
-		t.Logf("neither %s nor $%s/kubeadm names a kubeadm: kind's kubeadm config is not validated with kubeadm", KubeadmEnv, testcluster.BinariesEnv)
-		return
+		// The one TestKubeadmAcceptsWhatKindRenders builds (cached).
+		kubeadm, err = controlplane.Kubeadm(ctx, controlplane.Options{Progress: func(f string, a ...any) { t.Logf(f, a...) }})
+		require.NoError(t, err)
 	}
 	vout, err := exec.CommandContext(ctx, kubeadm, "config", "validate", "--config", saved).CombinedOutput()
 	require.NoError(t, err, "kubeadm config validate: %s", vout)
