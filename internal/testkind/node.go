@@ -404,6 +404,25 @@ func (e *Engine) RemoveContainer(t testing.TB, name string) {
 	}
 }
 
+// RemoveVolumes removes the volumes labelled with a node's name, as kind's
+// Podman provider labels the one it makes for a node's /var (left behind
+// when kind's delete did not run).
+func (e *Engine) RemoveVolumes(t testing.TB, node string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.Run(ctx, "volume", "ls", "-q", "--filter", "label="+node)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	for _, v := range strings.Fields(string(out)) {
+		if _, err := e.Run(ctx, "volume", "rm", "-f", v); err != nil && !notFound(err) {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
+}
+
 // CRIImage is an image as the node's CRI (crictl) lists it.
 type CRIImage struct {
 	ID       string   `json:"id"`

@@ -68,7 +68,17 @@ func kindCreatesTheNode(t *testing.T, name string) {
 	stateRoot := t.TempDir()
 	prov := &kind.Provider{Engine: name, StateRoot: stateRoot, NodeImage: nodeImage, NewAPI: kind.StopBeforeKubernetesForTest}
 	node := kind.ControlPlaneNode(clusterName)
-	t.Cleanup(func() { te.RemoveContainer(t, node) })
+	t.Cleanup(func() {
+		// labctl down: kind's delete, which also removes the volume kind's
+		// Podman provider made for the node's /var.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := prov.Down(ctx, clusterName); err != nil {
+			t.Errorf("cleanup: labctl down: %v", err)
+		}
+		te.RemoveContainer(t, node)
+		te.RemoveVolumes(t, node)
+	})
 	mapPorts := !kind.PortInUse(80) && !kind.PortInUse(443)
 
 	s, _, errOut := iostreams.Test(false)
