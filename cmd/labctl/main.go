@@ -11,7 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cli/root"
@@ -39,6 +41,10 @@ func run() int {
 	// labctl reports what matters itself, in one line per failure.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
+	// controller-runtime prints a goroutine dump ("log.SetLogger(...) was
+	// never called") 30s into any command that uses its client without a
+	// logger; labctl reports through its own output, so set one, once.
+	ctrllog.SetLogger(logr.Discard())
 	streams := iostreams.System()
 	kindProv, existingProv := &kind.Provider{}, &existing.Provider{}
 	f := &cmdutil.Factory{
