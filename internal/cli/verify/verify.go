@@ -129,10 +129,11 @@ func Lang(flag string, getenv func(string) string) (string, error) {
 		}
 		return labs.LangFromEnv(getenv), nil
 	}
-	if !slices.Contains(labs.Langs, flag) {
-		return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang en or --lang ru")
+	// EN and en alike: every command that takes --lang accepts either.
+	if l := strings.ToLower(flag); slices.Contains(labs.Langs, l) {
+		return l, nil
 	}
-	return flag, nil
+	return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang "+strings.Join(labs.Langs, " or --lang "))
 }
 
 // Run does the work of `labctl verify`.
@@ -162,22 +163,23 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Timeout <= 0 {
+		return userr.Usage(fmt.Sprintf("--timeout must be positive, got %s", o.Timeout), "for example --timeout 15m")
+	}
 	project := ""
 	if o.Project != "" {
-		abs, err := filepath.Abs(o.Project)
+		abs, err := cmdutil.Dir(o.Project, "--project")
 		if err != nil {
 			return err
 		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return userr.Usage(fmt.Sprintf("project directory %s does not exist", abs), "pass --project with the path to your kubebuilder project")
+		if !isProject(abs) {
+			return userr.Usage(fmt.Sprintf("%s is not a kubebuilder project (it has no PROJECT or no go.mod)", abs),
+				"point --project at the directory where you ran `kubebuilder init`")
 		}
 		project = abs
 	}
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
 	// controller-runtime's client wants a logger; verify reports through
 	// its own output, not klog-style lines.
 	ctrllog.SetLogger(logr.Discard())
