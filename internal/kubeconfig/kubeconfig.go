@@ -102,7 +102,7 @@ func write(path string, cfg *clientcmdapi.Config) error {
 			_ = os.Remove(tmp)
 			return unwritable(path, err)
 		}
-		if err := checkWritable(path); err != nil {
+		if err := checkWritable(path, st.Mode()); err != nil {
 			_ = os.Remove(tmp)
 			return unwritable(path, err)
 		}
@@ -116,7 +116,11 @@ func write(path string, cfg *clientcmdapi.Config) error {
 
 // checkWritable refuses to replace a file the user made read-only: rename
 // would succeed in a writable directory, silently defeating that choice.
-func checkWritable(path string) error {
+// root can open any file for writing, so the permission bits decide too.
+func checkWritable(path string, mode os.FileMode) error {
+	if mode.Perm()&0o222 == 0 {
+		return &os.PathError{Op: "write", Path: path, Err: syscall.EACCES}
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err

@@ -178,6 +178,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		project = abs
 	}
+	interrupted := ctx // cancelled only by Ctrl-C or SIGTERM
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	// controller-runtime's client wants a logger; verify reports through
@@ -207,6 +208,17 @@ func Run(ctx context.Context, o *Options) error {
 		}
 	}
 
+	cleanStaleNamespaces(ctx, c)
+	ns := checks.NamespaceName(lab.ID)
+	if !o.Keep { // a kept namespace is the user's to inspect, not a leftover
+		forget := rememberNamespace(c, ns)
+		defer forget(context.WithoutCancel(ctx))
+	}
+	// A cluster that stops answering must not be mistaken for an operator
+	// that fails its tasks: the watchdog ends the run when it happens.
+	ctx, stopWatchdog := watchCluster(ctx, c)
+	defer stopWatchdog()
+
 	total := checks.CountChecks(lab, o.Tasks)
 	step := s.StartStep(fmt.Sprintf("Verifying %s on %s cluster %s", lab.ID, c.Provider, c.Name))
 	done, failed := 0, 0
@@ -218,6 +230,7 @@ func Run(ctx context.Context, o *Options) error {
 		Lang:       lang,
 		Tasks:      o.Tasks,
 		Keep:       o.Keep,
+		Namespace:  ns,
 		OnCheck: func(ch *report.Check) {
 			done++ // OnCheck calls are serialised by the engine
 			if ch.Status == report.Fail || ch.Status == report.Error {
@@ -230,6 +243,16 @@ func Run(ctx context.Context, o *Options) error {
 			step.Update("%s", detail)
 		},
 	})
+	if interrupted.Err() != nil {
+		step.Fail()
+		return userr.Wrap(interrupted.Err(), userr.ExitInterrupted, "interrupted: the tasks were not run to the end and are not judged",
+			"run `labctl verify "+lab.ID+"` again when you are ready")
+	}
+	if gone := context.Cause(ctx); errors.Is(gone, errClusterGone) {
+		step.Fail()
+		return userr.Wrap(gone, userr.ExitFailure, fmt.Sprintf("the cluster stopped answering during verify (%s); the tasks were not judged", userr.Message(gone)),
+			"`labctl status` shows which component stopped; `labctl up` restarts it, then verify again")
+	}
 	if err != nil {
 		step.Fail()
 		if errors.Is(err, context.DeadlineExceeded) {
