@@ -80,6 +80,7 @@ task passed, 3 that at least one did not.`,
 			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = cmdutil.ClusterName(cmd, o.Name)
 			o.Lab = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), o)

@@ -671,15 +671,21 @@ func (p *Provider) Down(ctx context.Context, name string) error {
 	if st != nil {
 		kcPath = st.UserKubeconfig
 	}
+	// Removing the cluster never depends on the user's kubeconfig: an
+	// unreadable one is reported after the cluster is gone.
+	var kcErr error
 	if st == nil || kcPath != "" {
-		if err := kubeconfig.Remove(kcPath, ContextName(name)); err != nil {
-			return err
-		}
+		kcErr = kubeconfig.Remove(kcPath, ContextName(name))
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("stopped the cluster but cannot remove %s: %v", dir, err), "remove it by hand")
 	}
 	_ = os.Remove(dir + ".lock")
+	if kcErr != nil {
+		return &cluster.Warning{Err: userr.Wrap(kcErr, userr.ExitFailure,
+			fmt.Sprintf("the cluster is deleted, but its context %s is still in your kubeconfig (%s)", ContextName(name), userr.Message(kcErr)),
+			fmt.Sprintf("fix the file, then `kubectl config delete-context %s`", ContextName(name)))}
+	}
 	return nil
 }
 
