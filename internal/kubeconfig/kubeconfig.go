@@ -72,6 +72,26 @@ func Remove(path, contextName string) error {
 	return write(path, dst)
 }
 
+// CheckWritable reports, before any work, whether Merge could write the
+// kubeconfig at path ("" = the default): it must parse, and an existing
+// file must be writable (its permission bits too: root can open anything).
+func CheckWritable(path string) error {
+	if path == "" {
+		path = DefaultPath()
+	}
+	if _, err := load(path); err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // created by Merge; write says why when it cannot be
+	}
+	if err := checkWritable(path, st.Mode()); err != nil {
+		return unwritable(path, err)
+	}
+	return nil
+}
+
 func load(path string) (*clientcmdapi.Config, error) {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
