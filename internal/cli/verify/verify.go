@@ -190,6 +190,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	cleanStaleNamespaces(ctx, c)
 	find := o.FindOperator
 	if find == nil {
 		find = FindOperator
@@ -209,7 +210,6 @@ func Run(ctx context.Context, o *Options) error {
 		}
 	}
 
-	cleanStaleNamespaces(ctx, c)
 	ns := checks.NamespaceName(lab.ID)
 	if !o.Keep { // a kept namespace is the user's to inspect, not a leftover
 		forget := rememberNamespace(c, ns)
