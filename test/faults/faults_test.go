@@ -14,8 +14,8 @@ import (
 type world int
 
 const (
-	alone  world = iota // its own empty world, no cluster
-	onShared            // the shared cluster, with the reference operator
+	alone    world = iota // its own empty world, no cluster
+	onShared              // the shared cluster, with the reference operator
 )
 
 // fault is one row: a command, the world and fault it meets, and what the
@@ -115,7 +115,7 @@ var faults = []fault{
 	{name: "status with no clusters", args: []string{"status", "--provider", "local"}, stdout: "No clusters"},
 	{name: "verify a missing cluster", args: []string{"verify", lab, "--name", "ghost", "--provider", "local"}, code: 1, stderr: `no running cluster named "ghost"|there is no local cluster`},
 	{name: "one corrupt state.json: status lists the others", args: []string{"status", "--provider", "local"},
-		setup: func(t *testing.T, e *env) { corruptState(t, e, "broken"); stoppedState(t, e, "stopped") },
+		setup:  func(t *testing.T, e *env) { corruptState(t, e, "broken"); stoppedState(t, e, "stopped") },
 		stdout: `(?s)local cluster broken: broken — the state of local cluster "broken" is unreadable.*local cluster stopped .*degraded`,
 		keep:   []string{"broken", "stopped"}},
 	{name: "corrupt state.json: up says how to recover", args: []string{"up", "--provider", "local", "--name", "broken", "--no-operator"},
