@@ -87,7 +87,11 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
-	root := t.TempDir()
+	// Not t.TempDir(): its name carries the test's, with commas, which
+	// kwok takes for a list separator in --config.
+	root, err := os.MkdirTemp("", "labctl-fault-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	e := &env{root: root, home: filepath.Join(root, "home"), state: filepath.Join(root, "state"),
 		cache: filepath.Join(root, "cache"), tmp: filepath.Join(root, "tmp"), extra: map[string]string{}}
 	e.kubeconfig = filepath.Join(e.home, ".kube", "config")
@@ -171,7 +175,9 @@ func (r *running) wait(t *testing.T, timeout time.Duration) result {
 		<-r.done
 		t.Fatalf("labctl %s did not finish within %s\n%s%s", strings.Join(r.cmd.Args[1:], " "), timeout, r.stdout, r.stderr)
 	}
-	return result{code: r.cmd.ProcessState.ExitCode(), stdout: r.stdout.String(), stderr: r.stderr.String()}
+	res := result{code: r.cmd.ProcessState.ExitCode(), stdout: r.stdout.String(), stderr: r.stderr.String()}
+	t.Logf("labctl %s: %s", strings.Join(r.cmd.Args[1:], " "), res)
+	return res
 }
 
 func (e *env) run(t *testing.T, args ...string) result {

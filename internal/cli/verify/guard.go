@@ -55,6 +55,22 @@ func watchCluster(ctx context.Context, c *cluster.Cluster) (context.Context, fun
 	return ctx, func() { close(done); cancel(nil) }
 }
 
+// clusterGone tells why a run cannot be judged because of the cluster:
+// the watchdog saw it stop, or (when something failed, which a dying API
+// server causes before the watchdog's second look) it does not answer now.
+func clusterGone(ctx context.Context, c *cluster.Cluster, failed bool) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errClusterGone) {
+		return cause
+	}
+	if !failed {
+		return nil
+	}
+	if err := kube.Ready(context.WithoutCancel(ctx), c.Config, 5*time.Second); err != nil {
+		return fmt.Errorf("%w: %s", errClusterGone, oneLine(err))
+	}
+	return nil
+}
+
 func oneLine(err error) string {
 	s := err.Error()
 	if len(s) > 160 {

@@ -249,7 +249,7 @@ func Run(ctx context.Context, o *Options) error {
 		return userr.Wrap(interrupted.Err(), userr.ExitInterrupted, "interrupted: the tasks were not run to the end and are not judged",
 			"run `labctl verify "+lab.ID+"` again when you are ready")
 	}
-	if gone := context.Cause(ctx); errors.Is(gone, errClusterGone) {
+	if gone := clusterGone(ctx, c, err != nil || !rep.AllPassed()); gone != nil {
 		step.Fail()
 		return userr.Wrap(gone, userr.ExitFailure, fmt.Sprintf("the cluster stopped answering during verify (%s); the tasks were not judged", userr.Message(gone)),
 			"`labctl status` shows which component stopped; `labctl up` restarts it, then verify again")

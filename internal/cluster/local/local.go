@@ -116,6 +116,11 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (_ *cluster.C
 		// process, no state directory or lock, no context. (A restarted
 		// one keeps its data for the next try.)
 		if err != nil && fresh {
+			var ue *userr.Error
+			if errors.As(err, &ue) && strings.Contains(ue.Next, dir) {
+				// the logs it points to are removed with the directory
+				ue.Next = "run the same `labctl up` with -v to see the end of its log"
+			}
 			_ = stopAll(context.WithoutCancel(ctx), dir)
 			_ = os.RemoveAll(dir)
 			_ = os.Remove(dir + ".lock")
