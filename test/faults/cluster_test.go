@@ -116,6 +116,11 @@ func interruptVerify(t *testing.T) {
 
 	r := e.start(t, "verify", lab, "--name", s.name)
 	marker := waitForNewFile(t, markers, seen, r.done)
+	// interrupt once the run has made its namespace: there is work to undo
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.adminKubeconfig())
+	require.NoError(t, err)
+	_, err = kube.WaitFor(context.Background(), cfg, corev1.SchemeGroupVersion.WithResource("namespaces"), "", marker, time.Minute, kube.Exists)
+	require.NoError(t, err)
 	signal(t, r, syscall.SIGINT)
 	res := r.wait(t, 2*time.Minute)
 	assert.Equal(t, 130, res.code, "%s", res)
@@ -123,7 +128,7 @@ func interruptVerify(t *testing.T) {
 	assert.NotContains(t, res.stdout, "✗", "no task is marked failed\n%s", res)
 	assert.NotContains(t, res.stdout, "FAIL", "%s", res)
 	assert.ElementsMatch(t, before, labctlNamespaces(t, s.adminKubeconfig()), "the run's namespace is deleted")
-	_, err := os.Stat(filepath.Join(markers, marker))
+	_, err = os.Stat(filepath.Join(markers, marker))
 	assert.ErrorIs(t, err, os.ErrNotExist, "its marker too")
 	assert.Empty(t, e.leftovers(s.name))
 }

@@ -246,8 +246,12 @@ func Run(ctx context.Context, o *Options) error {
 	})
 	if interrupted.Err() != nil {
 		step.Fail()
+		again := cmdutil.Invocation() + " verify " + lab.ID
+		if c.Name != cluster.DefaultName {
+			again += " --name " + c.Name
+		}
 		return userr.Wrap(interrupted.Err(), userr.ExitInterrupted, "interrupted: the tasks were not run to the end and are not judged",
-			"run `labctl verify "+lab.ID+"` again when you are ready")
+			"run `"+again+"` again when you are ready")
 	}
 	if gone := clusterGone(ctx, c, err != nil || !rep.AllPassed()); gone != nil {
 		step.Fail()
