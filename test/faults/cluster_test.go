@@ -31,6 +31,7 @@ var clusterFaults = []struct {
 	{"verify accepts --lang EN", verifyLangUpperCase},
 	{"Ctrl-C during verify: 130, not judged, namespace removed", interruptVerify},
 	{"a manager that crashes at start: its panic quoted, nothing left running", crashingManager},
+	{"a project that does not compile: the compiler's first error", brokenBuild},
 	{"API server killed mid-verify: exit 1, not judged; next verify removes the namespace", apiserverKilled},
 	{"two ups at once: both succeed, one manager", concurrentUps},
 	{"down with a corrupt KUBECONFIG still removes the cluster", downCorruptKubeconfig},
@@ -166,7 +167,6 @@ func waitForNewFile(t *testing.T, dir string, seen map[string]bool, done <-chan 
 const crasherMain = `package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 )
@@ -228,6 +228,20 @@ func crashingManager(t *testing.T) {
 			t.Errorf("the reference operator (pid %d) was stopped by another project's failed start", pid)
 		}
 	}
+	assert.Empty(t, e.leftovers(s.name))
+}
+
+func brokenBuild(t *testing.T) {
+	s := sharedEnv(t)
+	e := s.caseEnv(t)
+	project := filepath.Join(e.root, "broken")
+	crasherProject(t, project)
+	writeFile(t, filepath.Join(project, "PROJECT"), "projectName: broken\n", 0o644)
+	writeFile(t, filepath.Join(project, "cmd", "main.go"), "package main\n\nfunc main() { undefinedThing() }\n", 0o644)
+	r := e.run(t, "up", "--provider", "local", "--name", s.name, "--project", project)
+	assert.Equal(t, 1, r.code, "%s", r)
+	checkStderr(t, r, `^error: the project in .*/broken does not build: cmd/main.go:3:15: undefined: undefinedThing: run `+"`go build ./...`", false)
+	assert.Empty(t, procsUnder(filepath.Join(e.clustersDir(), s.name, "operators", "broken")))
 	assert.Empty(t, e.leftovers(s.name))
 }
 

@@ -186,7 +186,8 @@ func (e *env) run(t *testing.T, args ...string) result {
 }
 
 // noise is what must never reach a user's terminal.
-var noise = regexp.MustCompile(`goroutine \d+ \[|^panic: |runtime/|\.go:\d+|^[IWEF]\d{4} \d\d:\d\d|retrywatcher|reflector\.go|^\s+/|\bat 0x[0-9a-f]+`)
+// (A compiler's "main.go:4:2: ..." is a message for the student, not noise.)
+var noise = regexp.MustCompile(`goroutine \d+ \[|^panic: |runtime/\w+\.go|\.go:\d+ \+0x|\.go:\d+$|^[IWEF]\d{4} \d\d:\d\d|retrywatcher|reflector\.go|^\s+/|\bat 0x[0-9a-f]+`)
 
 // checkStderr: no stack trace or log noise anywhere; a failure is one
 // line (the last, "error: ..." or "interrupted...") matching want.
