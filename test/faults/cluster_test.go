@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -38,6 +39,7 @@ var clusterFaults = []struct {
 	{"Ctrl-C during up leaves nothing", interruptUp},
 	{"a component that dies at start-up: one line, nothing left, stale context gone", failedUp},
 	{"disk full: exit 4 with the space needed", diskFull},
+	{"HOME unset and no home in the user database: refused, exit 4", homeless},
 }
 
 func TestClusterFaults(t *testing.T) {
@@ -397,5 +399,29 @@ func diskFull(t *testing.T) {
 	r := e.run(t, "up", "--provider", "local", "--name", "full", "--no-operator")
 	assert.Equal(t, 4, r.code, "%s", r)
 	checkStderr(t, r, `^error: not enough disk space for a local cluster in .*: \d+ MiB free, it needs about 300 MiB: free some space`, true)
+	assert.Empty(t, e.leftovers())
+}
+
+// homeless runs labctl as nobody (home /nonexistent) without HOME: there is
+// no safe place for a cluster's keys, so labctl refuses.
+func homeless(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run as nobody")
+	}
+	e := newEnv(t)
+	e.extra["HOME"] = ""
+	require.NoError(t, os.Chmod(filepath.Dir(labctl), 0o755))
+	require.NoError(t, os.Chmod(e.root, 0o755))
+	cmd := exec.Command(labctl, "status")
+	cmd.Env = e.environ()
+	cmd.Dir = e.root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	t.Logf("labctl status as nobody without HOME: %s", r)
+	assert.Equal(t, 4, r.code, "%s", r)
+	checkStderr(t, r, `^error: HOME is not set and your user has no home directory in the user database: set HOME`, true)
 	assert.Empty(t, e.leftovers())
 }
