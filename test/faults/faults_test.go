@@ -106,6 +106,8 @@ var faults = []fault{
 	{name: "solution accepts --lang En", args: []string{"solution", lab, "--lang", "En"}},
 	{name: "verify accepts --lang EN (then finds no cluster)", args: []string{"verify", lab, "--lang", "EN"}, code: 1,
 		stderr: `^error: no running cluster named "k8s-operators-course": run ` + "`labctl up` first"},
+	{name: "grade accepts --lang EN (then checks the submission)", args: []string{"grade", lab, "--lang", "EN", "/no/such/submission"}, code: 2,
+		stderr: `^error: .*/no/such/submission`},
 	{name: "completion bash works", args: []string{"completion", "bash"}, stdout: "bash completion"},
 	{name: "help exits 0", args: []string{"--help"}, stdout: "Usage:"},
 
