@@ -22,6 +22,7 @@ import (
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/homedir"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/supervise"
 	"github.com/labctl/labctl/internal/userr"
@@ -39,13 +40,22 @@ func main() {
 func run() int {
 	// client-go logs retries and timeouts through klog straight to stderr;
 	// labctl reports what matters itself, in one line per failure.
+	// Errors from retrying watches (retrywatcher.go) pass klog's stderr
+	// threshold whatever its output; a discarding logger takes everything.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	// controller-runtime prints a goroutine dump ("log.SetLogger(...) was
 	// never called") 30s into any command that uses its client without a
 	// logger; labctl reports through its own output, so set one, once.
 	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
 	streams := iostreams.System()
+	if note, err := homedir.Ensure(); err != nil {
+		fmt.Fprintln(streams.ErrOut, streams.Styles().Failure.Render("error:")+" "+userr.Message(err))
+		return userr.Code(err)
+	} else if note != "" {
+		fmt.Fprintln(streams.ErrOut, note)
+	}
 	kindProv, existingProv := &kind.Provider{}, &existing.Provider{}
 	f := &cmdutil.Factory{
 		IOStreams: streams,
@@ -70,8 +80,13 @@ func run() int {
 	if err == nil {
 		return userr.ExitOK
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		fmt.Fprintln(streams.ErrOut, "interrupted")
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || userr.Code(err) == userr.ExitInterrupted) {
+		var ue *userr.Error
+		if errors.As(err, &ue) && ue.Code == userr.ExitInterrupted {
+			fmt.Fprintln(streams.ErrOut, userr.Message(err))
+		} else {
+			fmt.Fprintln(streams.ErrOut, "interrupted")
+		}
 		return userr.ExitInterrupted
 	}
 	var silent *cmdutil.SilentError

@@ -315,10 +315,17 @@ func scenarioNeedsNamespace(sc *labs.Scenario) bool {
 
 var nsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
 
+// NamespaceName returns a fresh name for a run's namespace:
+// labctl-<lab>-<random>. Callers that must find the namespace again after
+// a crash (verify) choose it up front and pass it as Options.Namespace.
+func NamespaceName(labID string) string {
+	return "labctl-" + nsUnsafe.ReplaceAllString(strings.ToLower(labID), "-") + "-" + randomSuffix(5)
+}
+
 func (r *run) createNamespace(ctx context.Context) error {
 	name := r.o.Namespace
 	if name == "" {
-		name = "labctl-" + nsUnsafe.ReplaceAllString(strings.ToLower(r.lab.ID), "-") + "-" + randomSuffix(5)
+		name = NamespaceName(r.lab.ID)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   name,

@@ -110,3 +110,11 @@ func ValidateName(name string) error {
 	}
 	return nil
 }
+
+// Warning is returned by an operation that did its job but could not do
+// everything around it (e.g. Down removed the cluster but could not edit an
+// unreadable kubeconfig). Commands print it and succeed.
+type Warning struct{ Err error }
+
+func (w *Warning) Error() string { return w.Err.Error() }
+func (w *Warning) Unwrap() error { return w.Err }

@@ -9,6 +9,7 @@ import (
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/cluster/local"
+	"github.com/labctl/labctl/internal/fslock"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/userr"
@@ -66,6 +67,15 @@ func Deploy(ctx context.Context, c *cluster.Cluster, projectDir string, o Option
 	p, err := ResolveProject(projectDir)
 	if err != nil {
 		return nil, err
+	}
+	// Two `labctl up` at once: the second waits for the first's deploy
+	// instead of stopping its manager half-way through.
+	if c.Env.StateDir != "" {
+		unlock, err := fslock.Lock(ctx, filepath.Join(c.Env.StateDir, "deploy.lock"))
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 	}
 	return RunLocal(ctx, c, p, LocalOptions{Streams: o.Streams, TiedToParent: o.TiedToParent})
 }

@@ -207,17 +207,20 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	}
 	if err := waitManagerReady(ctx, port, restartsFile, timeout); err != nil {
 		step.Fail()
-		tail := proc.Tail(logFile, 6)
-		for _, l := range tail {
-			fmt.Fprintln(s.ErrOut, s.Styles().Muted.Render("  "+l))
-		}
-		last := "no output"
-		for _, l := range tail {
+		// A manager that crash-loops or hangs is not left running.
+		_ = stopOperator(context.WithoutCancel(ctx), dir)
+		var tail []string
+		for _, l := range proc.Tail(logFile, 60) {
 			if !strings.HasPrefix(l, "==== labctl supervisor") {
-				last = l // the manager's own last words, not the supervisor's note
+				tail = append(tail, l) // the manager's own words, not the supervisor's notes
 			}
 		}
-		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log ends: %s", err, truncate(last, 200)),
+		if s.Verbose {
+			for _, l := range tail[max(0, len(tail)-6):] {
+				fmt.Fprintln(s.ErrOut, s.Styles().Muted.Render("  "+l))
+			}
+		}
+		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log says: %s", err, truncate(managerErrorLine(tail), 200)),
 			"see "+logFile+"; fix the operator and run `labctl up` again")
 	}
 	step.Done()
@@ -509,6 +512,29 @@ func waitManagerReady(ctx context.Context, port int, restartsFile string, timeou
 		case <-tick.C:
 		}
 	}
+}
+
+// managerErrorLine picks what a crashed manager said that matters: a
+// panic's or fatal error's first line, else the last line logging an
+// error, else the last line. A stack trace ends in runtime frames
+// (runtime/proc.go:290) that explain nothing.
+func managerErrorLine(tail []string) string {
+	if len(tail) == 0 {
+		return "no output"
+	}
+	for _, prefix := range []string{"panic: ", "fatal error: "} {
+		for _, l := range tail {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+	}
+	for i := len(tail) - 1; i >= 0; i-- {
+		if l := strings.ToLower(tail[i]); strings.Contains(l, "error") && !strings.HasPrefix(strings.TrimSpace(l), "/") {
+			return tail[i]
+		}
+	}
+	return tail[len(tail)-1]
 }
 
 func freePort() (int, error) {

@@ -3,6 +3,7 @@ package iostreams
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,4 +60,34 @@ func stripANSI(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// lines sends each write on a channel, so a test waits for output instead
+// of sleeping.
+type lines chan string
+
+func (l lines) Write(p []byte) (int, error) { l <- string(p); return len(p), nil }
+
+// Piped, a long step (the control-plane build) says every ProgressEvery
+// what it does and for how long, so a CI log does not look hung.
+func TestLongStepPrintsProgressWhenPiped(t *testing.T) {
+	defer func(d time.Duration) { ProgressEvery = d }(ProgressEvery)
+	ProgressEvery = 20 * time.Millisecond
+	s, _, _ := Test(false)
+	got := make(lines, 16)
+	s.ErrOut = got
+	step := s.StartStep("Building the control plane")
+	step.Update("412/1280 packages")
+	select {
+	case line := <-got:
+		assert.Regexp(t, `^  Building the control plane — 412/1280 packages \(\d+s elapsed\)\n$`, line)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no progress line")
+	}
+	go func() {
+		for range got { // keep draining until Done's line
+		}
+	}()
+	step.Done()
+	close(got)
 }

@@ -31,9 +31,13 @@ func (s *IOStreams) StartStep(title string) *Step {
 	if s.errTTY {
 		st.wg.Add(1)
 		go st.animate()
-	} else if s.Verbose {
+		return st
+	}
+	if s.Verbose {
 		fmt.Fprintf(s.ErrOut, "• %s ...\n", title)
 	}
+	st.wg.Add(1)
+	go st.heartbeat()
 	return st
 }
 
@@ -46,6 +50,32 @@ func (st *Step) Update(format string, args ...any) {
 	st.mu.Unlock()
 	if changed && !st.s.errTTY && st.s.Verbose {
 		fmt.Fprintf(st.s.ErrOut, "  %s: %s\n", st.title, d)
+	}
+}
+
+// ProgressEvery is how often a long step prints a line when stderr is not
+// a terminal (a CI log, `2>file`): a 15-minute build must not look hung.
+var ProgressEvery = 30 * time.Second
+
+// heartbeat prints, every ProgressEvery while the step lasts, what it is
+// doing and for how long; a short step prints nothing extra.
+func (st *Step) heartbeat() {
+	defer st.wg.Done()
+	tick := time.NewTicker(ProgressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-st.done:
+			return
+		case <-tick.C:
+		}
+		st.mu.Lock()
+		line := "  " + st.title
+		if st.detail != "" {
+			line += " — " + st.detail
+		}
+		st.mu.Unlock()
+		fmt.Fprintf(st.s.ErrOut, "%s (%s elapsed)\n", line, time.Since(st.started).Round(time.Second))
 	}
 }
 

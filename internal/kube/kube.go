@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -150,3 +151,24 @@ func StatusCondition(condType, status string) Condition {
 // IsNoMatch reports whether err means the API does not know the kind (e.g.
 // a CRD not yet installed).
 func IsNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+
+// Ready asks the API server's /readyz once, within timeout: nil when it
+// answers ok. Commands use it to tell a broken cluster from a failed check.
+func Ready(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	body, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	if string(body) != "ok" {
+		return fmt.Errorf("/readyz: %s", body)
+	}
+	return nil
+}

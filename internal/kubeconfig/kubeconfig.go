@@ -72,6 +72,26 @@ func Remove(path, contextName string) error {
 	return write(path, dst)
 }
 
+// CheckWritable reports, before any work, whether Merge could write the
+// kubeconfig at path ("" = the default): it must parse, and an existing
+// file must be writable (its permission bits too: root can open anything).
+func CheckWritable(path string) error {
+	if path == "" {
+		path = DefaultPath()
+	}
+	if _, err := load(path); err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // created by Merge; write says why when it cannot be
+	}
+	if err := checkWritable(path, st.Mode()); err != nil {
+		return unwritable(path, err)
+	}
+	return nil
+}
+
 func load(path string) (*clientcmdapi.Config, error) {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -102,7 +122,7 @@ func write(path string, cfg *clientcmdapi.Config) error {
 			_ = os.Remove(tmp)
 			return unwritable(path, err)
 		}
-		if err := checkWritable(path); err != nil {
+		if err := checkWritable(path, st.Mode()); err != nil {
 			_ = os.Remove(tmp)
 			return unwritable(path, err)
 		}
@@ -116,7 +136,11 @@ func write(path string, cfg *clientcmdapi.Config) error {
 
 // checkWritable refuses to replace a file the user made read-only: rename
 // would succeed in a writable directory, silently defeating that choice.
-func checkWritable(path string) error {
+// root can open any file for writing, so the permission bits decide too.
+func checkWritable(path string, mode os.FileMode) error {
+	if mode.Perm()&0o222 == 0 {
+		return &os.PathError{Op: "write", Path: path, Err: syscall.EACCES}
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err

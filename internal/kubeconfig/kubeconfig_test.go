@@ -77,3 +77,19 @@ func TestUnwritableLocation(t *testing.T) {
 	assert.Contains(t, msg, "cannot write kubeconfig")
 	assert.Contains(t, msg, "set KUBECONFIG to a writable file")
 }
+
+// A kubeconfig made read-only stays as it is, even for root, whom open(2)
+// would let write it.
+func TestReadOnlyKubeconfigIsNotReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, clientcmd.WriteToFile(*config("mine", "https://mine"), path))
+	require.NoError(t, os.Chmod(path, 0o444))
+	before, _ := os.ReadFile(path)
+	err := Merge(path, config("labctl-x", "https://h"), "labctl-x")
+	require.Error(t, err)
+	assert.Contains(t, userr.Message(err), "permission denied")
+	after, _ := os.ReadFile(path)
+	assert.Equal(t, string(before), string(after))
+	_, err = os.Stat(path + ".labctl-tmp")
+	assert.ErrorIs(t, err, os.ErrNotExist, "no temporary file left")
+}

@@ -18,6 +18,20 @@ const (
 	ExitInterrupted = 130
 )
 
+// ExitCodes documents every exit code, in order: README.md's "Exit codes"
+// table must say exactly this (a test compares them).
+var ExitCodes = []struct {
+	Code    int
+	Meaning string
+}{
+	{ExitOK, "success; `verify`: every task passed; `grade`: every submission was graded, whatever its score (the scores are in the gradebook)"},
+	{ExitFailure, "the command failed (cluster, build, I/O), or the cluster stopped answering during `verify` (the tasks were not judged); the message says what to do"},
+	{ExitUsage, "bad flags, arguments or input"},
+	{ExitChecks, "`verify` ran and at least one task failed"},
+	{ExitEnvironment, "a prerequisite is missing (Go, a container engine, disk space, a home directory)"},
+	{ExitInterrupted, "interrupted (Ctrl-C or SIGTERM); tasks still running were not judged"},
+}
+
 // Error is a user-facing failure.
 type Error struct {
 	What string // what went wrong, one sentence, no trailing period

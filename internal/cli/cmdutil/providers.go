@@ -81,7 +81,12 @@ func (p *Providers) FindCluster(ctx context.Context, provider, name string) (*cl
 		if err != nil {
 			return nil, err
 		}
-		return prov.Get(ctx, name)
+		c, err := prov.Get(ctx, name)
+		if isNotFound(err) {
+			return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("there is no %s cluster named %q", provider, name),
+				fmt.Sprintf("run `labctl up --provider %s --name %s` first", provider, name))
+		}
+		return c, err
 	}
 	var firstErr error
 	for _, n := range p.Names()[1:] {

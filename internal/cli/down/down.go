@@ -10,6 +10,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/cluster/existing"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -28,6 +29,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 		Short: "Stop and delete a cluster created by labctl up",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Name = cmdutil.ClusterName(cmd, o.Name)
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -47,11 +49,24 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	for _, p := range provs {
+		// A cluster of the existing provider is the user's, never labctl's
+		// to delete; looking there would only read (and trip over) the
+		// user's kubeconfig.
+		if len(provs) > 1 && p.Name() == existing.ProviderName {
+			continue
+		}
 		if _, err := p.Status(ctx, o.Name); errors.Is(err, cluster.ErrNotFound) {
 			continue
 		}
 		step := s.StartStep(fmt.Sprintf("Deleting %s cluster %q", p.Name(), o.Name))
-		if err := p.Down(ctx, o.Name); err != nil {
+		err := p.Down(ctx, o.Name)
+		var warn *cluster.Warning
+		if errors.As(err, &warn) {
+			step.Done()
+			fmt.Fprintln(s.ErrOut, s.Styles().Warning.Render("warning:")+" "+userr.Message(warn.Err))
+			return nil
+		}
+		if err != nil {
 			step.Fail()
 			return err
 		}

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/userr"
@@ -44,6 +44,8 @@ type Options struct {
 	// Open opens report.html with Opener when grading ends.
 	Open   bool
 	Opener Opener
+
+	jobsSet bool // --jobs given: 0 then is a mistake, not "choose for me"
 }
 
 // NewCommand returns the grade command; runF replaces the work in tests of
@@ -97,6 +99,7 @@ that student's row.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Lab, o.Submissions = args[0], args[1:]
+			o.jobsSet = cmd.Flags().Changed("jobs")
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -139,13 +142,13 @@ func Run(ctx context.Context, o *Options) error {
 	if !ok {
 		return userr.Usage(fmt.Sprintf("no lab %q", o.Lab), "labs: "+strings.Join(labs.IDs(all), ", "))
 	}
-	if o.Jobs < 0 {
+	if o.Jobs < 0 || o.jobsSet && o.Jobs == 0 {
 		return userr.Usage("--jobs must be 1 or more", "omit it to let labctl choose")
 	}
 	if o.Timeout <= 0 {
 		return userr.Usage("--timeout must be positive", "for example --timeout 10m")
 	}
-	lang, err := language(o.Lang)
+	lang, err := verify.Lang(o.Lang, nil)
 	if err != nil {
 		return err
 	}
@@ -229,15 +232,4 @@ func readRoster(o *Options) ([]grade.Submission, error) {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "not graded: %d roster entries have no GitHub account linked (%s)\n", len(unlinked), strings.Join(unlinked, ", "))
 	}
 	return subs, nil
-}
-
-// language picks en or ru: the flag, else the locale.
-func language(flag string) (string, error) {
-	if flag == "" {
-		return labs.LangFromEnv(os.Getenv), nil
-	}
-	if l := strings.ToLower(flag); slices.Contains(labs.Langs, l) {
-		return l, nil
-	}
-	return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang "+strings.Join(labs.Langs, " or --lang "))
 }

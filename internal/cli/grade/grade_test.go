@@ -46,12 +46,10 @@ func TestRunRejectsBadInput(t *testing.T) {
 	require.Equal(t, userr.ExitUsage, userr.Code(err))
 	err = Run(context.Background(), &Options{f: f, Lab: "8.2", Timeout: time.Minute, Roster: "/no/such/roster.csv"})
 	require.Equal(t, userr.ExitUsage, userr.Code(err))
-	_, err = language("fr")
+	err = Run(context.Background(), &Options{f: f, Lab: "8.2", Timeout: time.Minute, Lang: "fr"})
 	require.Equal(t, userr.ExitUsage, userr.Code(err))
-	t.Setenv("LC_ALL", "ru_RU.UTF-8")
-	lang, err := language("")
-	require.NoError(t, err)
-	require.Equal(t, "ru", lang)
+	err = Run(context.Background(), &Options{f: f, Lab: "8.2", Timeout: time.Minute, Jobs: 0, jobsSet: true})
+	require.Equal(t, userr.ExitUsage, userr.Code(err), "--jobs 0 is not 'choose for me'")
 }
 
 func TestClassroomFlags(t *testing.T) {

@@ -105,6 +105,7 @@ the whole cluster instead.`,
   labctl reset --cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Name = cmdutil.ClusterName(cmd, o.Name)
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}

@@ -34,6 +34,9 @@ checks each task of a lab against the live cluster, and grades submissions.`,
 	for _, extra := range extraCommands {
 		cmd.AddCommand(extra(f))
 	}
+	// The completion script is written where every command writes.
+	cmd.SetOut(f.IOStreams.Out)
+	usageErrors(cmd)
 	return cmd
 }
 

@@ -63,7 +63,8 @@ func TestUpUsesTheNamedCluster(t *testing.T) {
 func TestUpProjectAndNoOperatorConflict(t *testing.T) {
 	_, _, _, err := run(t, false, "up", "--project", "x", "--no-operator")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "none of the others can be")
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
+	assert.Equal(t, "--no-operator and --project cannot be used together: see `labctl up --help`", userr.Message(err))
 }
 
 func TestDownOfAMissingClusterSaysSo(t *testing.T) {

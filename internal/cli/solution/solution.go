@@ -261,12 +261,9 @@ func Extract(name string, src []byte, names []string) ([]Snippet, error) {
 
 func apply(o *Options, op fs.FS, entries []Entry) error {
 	s := o.f.IOStreams
-	dir, err := filepath.Abs(o.Apply)
+	dir, err := cmdutil.Dir(o.Apply, "--apply")
 	if err != nil {
 		return err
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return userr.Usage(fmt.Sprintf("project directory %s does not exist", dir), "pass --apply with the path to your kubebuilder project")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "PROJECT")); err != nil {
 		fmt.Fprintf(s.ErrOut, "warning: %s has no PROJECT file; is it a kubebuilder project?\n", dir)

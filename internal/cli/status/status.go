@@ -11,6 +11,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/userr"
 )
 
 // Options are the flags of `labctl status`.
@@ -67,7 +68,13 @@ func Run(ctx context.Context, o *Options) error {
 				continue
 			}
 			if err != nil {
-				return err
+				if o.Name != "" {
+					return err
+				}
+				// One broken cluster must not hide the others.
+				shown++
+				fmt.Fprintf(s.Out, "%s cluster %s: %s — %s\n", pn, st.Bold.Render(name), st.Failure.Render("broken"), userr.Message(err))
+				continue
 			}
 			shown++
 			state := st.Success.Render("running")
@@ -98,7 +105,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if shown == 0 {
 		if o.Name != "" {
-			return fmt.Errorf("no cluster named %q: run `labctl up --name %s` to create it", o.Name, o.Name)
+			return userr.New(fmt.Sprintf("no cluster named %q", o.Name), fmt.Sprintf("run `labctl up --name %s` to create it", o.Name))
 		}
 		fmt.Fprintln(s.Out, "No clusters. Run `labctl up` to create one.")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -71,6 +72,18 @@ course's reference operator is.`,
 // Run does the work of `labctl up`.
 func Run(ctx context.Context, o *Options) error {
 	s := o.f.IOStreams
+	// Check the inputs before starting anything: a typo in --project must
+	// not cost a cluster start (or, the first time, a control-plane build).
+	if o.Project != "" {
+		dir, err := cmdutil.Dir(o.Project, "--project")
+		if err != nil {
+			return err
+		}
+		if _, err := deploy.LoadProject(dir); err != nil {
+			return err
+		}
+		o.Project = dir
+	}
 	prov, reason, err := o.f.Providers.Resolve(ctx, o.Provider)
 	if err != nil {
 		return err
@@ -106,6 +119,10 @@ func Run(ctx context.Context, o *Options) error {
 	st := s.Styles()
 	fmt.Fprintf(s.Out, "%s cluster %s is ready; kubectl context %s\n", st.Success.Render("✓"), st.Bold.Render(c.Name), st.Bold.Render(c.Context))
 	fmt.Fprintf(s.Out, "  kubeconfig: %s\n", c.Kubeconfig)
-	fmt.Fprintln(s.Out, "  next: labctl verify lab-8.2")
+	next := cmdutil.Invocation() + " verify lab-8.2"
+	if c.Name != cluster.DefaultName {
+		next += " --name " + c.Name
+	}
+	fmt.Fprintln(s.Out, "  next: "+next)
 	return nil
 }

@@ -88,6 +88,7 @@ report.`,
 			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = cmdutil.ClusterName(cmd, o.Name)
 			o.Lab = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -137,10 +138,11 @@ func Lang(flag string, getenv func(string) string) (string, error) {
 		}
 		return labs.LangFromEnv(getenv), nil
 	}
-	if !slices.Contains(labs.Langs, flag) {
-		return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang en or --lang ru")
+	// EN and en alike: every command that takes --lang accepts either.
+	if l := strings.ToLower(flag); slices.Contains(labs.Langs, l) {
+		return l, nil
 	}
-	return flag, nil
+	return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang "+strings.Join(labs.Langs, " or --lang "))
 }
 
 // Run does the work of `labctl verify`.
@@ -170,22 +172,24 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Timeout <= 0 {
+		return userr.Usage(fmt.Sprintf("--timeout must be positive, got %s", o.Timeout), "for example --timeout 15m")
+	}
 	project := ""
 	if o.Project != "" {
-		abs, err := filepath.Abs(o.Project)
+		abs, err := cmdutil.Dir(o.Project, "--project")
 		if err != nil {
 			return err
 		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return userr.Usage(fmt.Sprintf("project directory %s does not exist", abs), "pass --project with the path to your kubebuilder project")
+		if !isProject(abs) {
+			return userr.Usage(fmt.Sprintf("%s is not a kubebuilder project (it has no PROJECT or no go.mod)", abs),
+				"point --project at the directory where you ran `kubebuilder init`")
 		}
 		project = abs
 	}
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
+	interrupted := ctx // cancelled only by Ctrl-C or SIGTERM
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
 	// controller-runtime's client wants a logger; verify reports through
 	// its own output, not klog-style lines.
 	ctrllog.SetLogger(logr.Discard())
@@ -194,6 +198,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	cleanStaleNamespaces(ctx, c)
 	find := o.FindOperator
 	if find == nil {
 		find = FindOperator
@@ -213,6 +218,16 @@ func Run(ctx context.Context, o *Options) error {
 		}
 	}
 
+	ns := checks.NamespaceName(lab.ID)
+	if !o.Keep { // a kept namespace is the user's to inspect, not a leftover
+		forget := rememberNamespace(c, ns)
+		defer forget(context.WithoutCancel(ctx))
+	}
+	// A cluster that stops answering must not be mistaken for an operator
+	// that fails its tasks: the watchdog ends the run when it happens.
+	ctx, stopWatchdog := watchCluster(ctx, c)
+	defer stopWatchdog()
+
 	total := checks.CountChecks(lab, o.Tasks)
 	step := s.StartStep(fmt.Sprintf("Verifying %s on %s cluster %s", lab.ID, c.Provider, c.Name))
 	done, failed := 0, 0
@@ -224,6 +239,7 @@ func Run(ctx context.Context, o *Options) error {
 		Lang:       lang,
 		Tasks:      o.Tasks,
 		Keep:       o.Keep,
+		Namespace:  ns,
 		OnCheck: func(ch *report.Check) {
 			done++ // OnCheck calls are serialised by the engine
 			if ch.Status == report.Fail || ch.Status == report.Error {
@@ -236,6 +252,20 @@ func Run(ctx context.Context, o *Options) error {
 			step.Update("%s", detail)
 		},
 	})
+	if interrupted.Err() != nil {
+		step.Fail()
+		again := cmdutil.Invocation() + " verify " + lab.ID
+		if c.Name != cluster.DefaultName {
+			again += " --name " + c.Name
+		}
+		return userr.Wrap(interrupted.Err(), userr.ExitInterrupted, "interrupted: the tasks were not run to the end and are not judged",
+			"run `"+again+"` again when you are ready")
+	}
+	if gone := clusterGone(ctx, c, err != nil || !rep.AllPassed()); gone != nil {
+		step.Fail()
+		return userr.Wrap(gone, userr.ExitFailure, fmt.Sprintf("the cluster stopped answering during verify (%s); the tasks were not judged", userr.Message(gone)),
+			"`labctl status` shows which component stopped; `labctl up` restarts it, then verify again")
+	}
 	if err != nil {
 		step.Fail()
 		if errors.Is(err, context.DeadlineExceeded) {

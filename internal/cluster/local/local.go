@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,13 +85,20 @@ func (p *Provider) root() string {
 func (p *Provider) Dir(name string) string { return filepath.Join(p.root(), name) }
 
 // Up implements cluster.Provider.
-func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Cluster, error) {
+func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (_ *cluster.Cluster, err error) {
 	if err := cluster.ValidateName(opts.Name); err != nil {
 		return nil, userr.Usage(err.Error(), "for example: labctl up --provider local --name lab1")
 	}
 	s := opts.Streams
 	if s == nil {
 		s, _, _ = iostreams.Test(false)
+	}
+	// The kubeconfig is written last; a cluster started for a file that
+	// cannot take its context would be left running for nothing.
+	if !opts.SkipKubeconfigMerge {
+		if err := kubeconfig.CheckWritable(opts.KubeconfigPath); err != nil {
+			return nil, err
+		}
 	}
 	dir := p.Dir(opts.Name)
 	if err := os.MkdirAll(p.root(), 0o755); err != nil {
@@ -101,8 +109,28 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 		return nil, err
 	}
 	defer unlock()
+	fresh := false
+	var st *state // filled in as its processes start, for the cleanup below
+	defer func() {
+		// A new cluster that did not come up leaves nothing behind: no
+		// process, no state directory or lock, no context. (A restarted
+		// one keeps its data for the next try.)
+		if err != nil && fresh {
+			var ue *userr.Error
+			if errors.As(err, &ue) && strings.Contains(ue.Next, dir) {
+				// the logs it points to are removed with the directory
+				ue.Next = "run the same `labctl up` with -v to see the end of its log"
+			}
+			_ = stopAll(context.WithoutCancel(ctx), dir, st)
+			_ = os.RemoveAll(dir)
+			_ = os.Remove(dir + ".lock")
+			if !opts.SkipKubeconfigMerge {
+				_ = kubeconfig.Remove(opts.KubeconfigPath, ContextName(opts.Name))
+			}
+		}
+	}()
 
-	st, err := loadState(dir)
+	st, err = loadState(dir)
 	var corrupt errCorrupt
 	switch {
 	case errors.As(err, &corrupt):
@@ -129,6 +157,10 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 			return nil, userr.Wrap(err, userr.ExitFailure, "cannot clear "+dir, "remove it by hand")
 		}
 		st = &state{Name: opts.Name, Created: time.Now().UTC()}
+		fresh = true
+	}
+	if err := checkFreeSpace(p.root()); err != nil {
+		return nil, err
 	}
 
 	step := s.StartStep("Preparing control-plane binaries")
@@ -403,20 +435,66 @@ func (p *Provider) diedError(s *iostreams.IOStreams, l layout, st *state, compon
 			}
 		}
 	}
+	for _, line := range tail {
+		if strings.Contains(line, "no space left on device") {
+			return userr.Wrap(exitErr, userr.ExitEnvironment,
+				fmt.Sprintf("the disk of %s is full: %s stopped with \"no space left on device\"; a local cluster needs about %d MiB free", l.dir, component, minFreeBytes>>20),
+				"free some space (or set XDG_STATE_HOME to a disk with room), then `labctl up` again")
+		}
+	}
 	if len(tail) > 8 {
 		tail = tail[len(tail)-8:]
 	}
-	muted := s.Styles().Muted
-	fmt.Fprintf(s.ErrOut, "\n%s\n", muted.Render("last lines of "+l.log(component)+":"))
-	for _, line := range tail {
-		fmt.Fprintln(s.ErrOut, muted.Render("  "+truncate(line, 300)))
+	if s.Verbose {
+		muted := s.Styles().Muted
+		fmt.Fprintf(s.ErrOut, "\n%s\n", muted.Render("last lines of "+l.log(component)+":"))
+		for _, line := range tail {
+			fmt.Fprintln(s.ErrOut, muted.Render("  "+truncate(line, 300)))
+		}
 	}
-	last := "no output"
-	if len(tail) > 0 {
-		last = truncate(tail[len(tail)-1], 200)
-	}
+	last := errorLine(tail)
 	return userr.Wrap(exitErr, userr.ExitFailure, fmt.Sprintf("%s exited during start-up (%v): %s", component, exitErr, last),
 		fmt.Sprintf("see %s, then run `labctl down --name %s` and `labctl up` again", l.log(component), st.Name))
+}
+
+// errorLine picks the line of a log tail that says what went wrong: Go's
+// panic and fatal lines, else the last line mentioning an error, else the
+// last line. A stack trace ends in runtime frames that explain nothing.
+func errorLine(tail []string) string {
+	if len(tail) == 0 {
+		return "no output"
+	}
+	for _, prefix := range []string{"panic: ", "fatal error: "} {
+		for _, line := range tail {
+			if strings.HasPrefix(line, prefix) {
+				return truncate(line, 200)
+			}
+		}
+	}
+	for i := len(tail) - 1; i >= 0; i-- {
+		if l := strings.ToLower(tail[i]); strings.Contains(l, "error") || strings.Contains(l, "fatal") {
+			return truncate(tail[i], 200)
+		}
+	}
+	return truncate(tail[len(tail)-1], 200)
+}
+
+// minFreeBytes is what a new local cluster needs on the state directory's
+// disk: etcd preallocates a 64 MiB WAL segment, then its database, the
+// logs and the audit log grow while labs run.
+const minFreeBytes = 300 << 20
+
+func checkFreeSpace(dir string) error {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		return nil // cannot tell; the start-up will say what fails
+	}
+	free := fs.Bavail * uint64(fs.Bsize)
+	if free >= minFreeBytes {
+		return nil
+	}
+	return userr.Env(fmt.Sprintf("not enough disk space for a local cluster in %s: %d MiB free, it needs about %d MiB", dir, free>>20, minFreeBytes>>20),
+		"free some space, or set XDG_STATE_HOME to a disk with room")
 }
 
 func (p *Provider) timeoutError(l layout, component string, err error) error {
@@ -696,15 +774,21 @@ func (p *Provider) Down(ctx context.Context, name string) error {
 	if st != nil {
 		kcPath = st.UserKubeconfig
 	}
+	// Removing the cluster never depends on the user's kubeconfig: an
+	// unreadable one is reported after the cluster is gone.
+	var kcErr error
 	if st == nil || kcPath != "" {
-		if err := kubeconfig.Remove(kcPath, ContextName(name)); err != nil {
-			return err
-		}
+		kcErr = kubeconfig.Remove(kcPath, ContextName(name))
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("stopped the cluster but cannot remove %s: %v", dir, err), "remove it by hand")
 	}
 	_ = os.Remove(dir + ".lock")
+	if kcErr != nil {
+		return &cluster.Warning{Err: userr.Wrap(kcErr, userr.ExitFailure,
+			fmt.Sprintf("the cluster is deleted, but its context %s is still in your kubeconfig (%s)", ContextName(name), userr.Message(kcErr)),
+			fmt.Sprintf("fix the file, then `kubectl config delete-context %s`", ContextName(name)))}
+	}
 	return nil
 }
 

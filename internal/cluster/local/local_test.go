@@ -164,17 +164,21 @@ func TestComponentDyingDuringUpIsReportedWithItsLog(t *testing.T) {
 	defer clean()
 	p.ExtraArgs = map[string][]string{"kube-apiserver": {"--no-such-flag=1"}}
 	s, _, errOut := iostreams.Test(false)
+	s.Verbose = true // the log tail is shown with -v
 	_, err = p.Up(ctx(t), cluster.UpOptions{Name: "dies", Streams: s, SkipKubeconfigMerge: true})
 	require.Error(t, err)
 	msg := userr.Message(err)
 	assert.Contains(t, msg, "kube-apiserver exited during start-up")
-	assert.Contains(t, msg, "labctl down --name dies")
+	assert.Contains(t, msg, "with -v to see the end of its log", "its log is removed with the failed cluster")
 	assert.NotContains(t, msg, "\n")
 	assert.Contains(t, errOut.String(), "no-such-flag", "the log tail is shown")
 	procs, err := proc.Find(p.Dir("dies"))
 	require.NoError(t, err)
 	assert.Empty(t, procs, "a failed up leaves no process running")
-	require.NoError(t, p.Down(ctx(t), "dies"))
+	_, err = os.Stat(p.Dir("dies"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "a failed new cluster leaves no state")
+	_, err = os.Stat(p.Dir("dies") + ".lock")
+	assert.ErrorIs(t, err, os.ErrNotExist, "nor its lock")
 }
 
 func TestPortCollisionIsRetriedThenReported(t *testing.T) {
@@ -192,7 +196,8 @@ func TestPortCollisionIsRetriedThenReported(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, userr.Message(err), "is in use by another program")
 	assert.NotContains(t, userr.Message(err), "\n")
-	require.NoError(t, p.Down(ctx(t), "busy"))
+	_, err = os.Stat(p.Dir("busy"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "a failed new cluster leaves no state")
 }
 
 func TestInvalidNameIsAUsageError(t *testing.T) {
