@@ -88,7 +88,7 @@ var faults = []fault{
 	usage("grade unknown language", `unknown language "de"`, "grade", lab, "--lang", "de", "{empty}"),
 	usage("grade unknown lab", `no lab "lab-0.0"`, "grade", "lab-0.0", "{empty}"),
 	usage("grade missing submission", `/no/such/submission`, "grade", lab, "/no/such/submission"),
-	usage("grade missing roster", `cannot read the roster`, "grade", lab, "--roster", "/no/such/roster.csv"),
+	usage("grade missing roster", `cannot read the class list`, "grade", lab, "--roster", "/no/such/roster.csv"),
 
 	// Directories that are not what they should be.
 	usage("verify project missing", `--project /no/such/project: the directory does not exist`, "verify", lab, "--project", "/no/such/project"),
