@@ -128,7 +128,7 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	assert.Equal(t, []string{
 		"feedback/evil.md", "feedback/honest.md", "gradebook.csv", "junit.xml",
 		"logs/evil/grade.log", "logs/evil/manager.log", "logs/honest/grade.log", "logs/honest/manager.log",
-		"results.json",
+		"report.html", "results.json",
 	}, files)
 	for _, d := range []string{filepath.Join(cache, "managers"), home} {
 		_, err := os.Stat(filepath.Join(d, "evil-was-here"))
