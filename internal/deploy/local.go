@@ -44,6 +44,11 @@ type LocalOptions struct {
 	// an unprivileged user (grading untrusted code); p must be the box's
 	// private copy.
 	Box *sandbox.Box
+	// KeepUnready leaves a manager that did not become ready running under
+	// its supervisor, for a caller that verifies it anyway (grade: what
+	// needs no running manager, schema and source, still counts). Without
+	// it such a manager is stopped, never left crash-looping.
+	KeepUnready bool
 }
 
 // localRecord is what the state dir remembers about a running operator.
@@ -208,7 +213,9 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	if err := waitManagerReady(ctx, port, restartsFile, timeout); err != nil {
 		step.Fail()
 		// A manager that crash-loops or hangs is not left running.
-		_ = stopOperator(context.WithoutCancel(ctx), dir)
+		if !opts.KeepUnready {
+			_ = stopOperator(context.WithoutCancel(ctx), dir)
+		}
 		var tail []string
 		for _, l := range proc.Tail(logFile, 60) {
 			if !strings.HasPrefix(l, "==== labctl supervisor") {

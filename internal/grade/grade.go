@@ -436,6 +436,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		ReadyTimeout: g.o.ManagerReadyTimeout,
 		Limits:       g.o.Limits,
 		Box:          box,
+		KeepUnready:  true,
 	})
 	phase("deploy", t)
 	var buildErr *deploy.BuildError
