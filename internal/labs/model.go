@@ -78,11 +78,6 @@ type Step struct {
 	// Severity "warn" turns a failure into a warning: for what the course's
 	// solution files add beyond the lab text.
 	Severity string `json:"severity,omitempty"`
-	// Graded makes a warning of this step cost the task's points in
-	// `labctl grade`: verify only warns (students who followed the
-	// course's code are not failed), but a grader requires the evidence,
-	// e.g. that a Completed Backup really ran a backup.
-	Graded bool `json:"graded,omitempty"`
 	// Gate stops the scenario when this assertion does not pass: the steps
 	// after it are reported as errors (not run) instead of cascading.
 	Gate bool `json:"gate,omitempty"`

@@ -105,8 +105,12 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 		}
 		ts, _ := s.Task(t.ID)
 		result := Mark(ts.Status) + " " + fbStatus(lang, ts.Status)
-		if ts.Checks > 1 {
-			result += fmt.Sprintf(" (%d/%d %s)", ts.Passed, ts.Checks, fbWord(lang, "checks"))
+		if ts.Checks > 1 || ts.Skipped > 0 {
+			result += fmt.Sprintf(" (%d/%d %s", ts.Passed, ts.Checks, fbWord(lang, "checks"))
+			if ts.Skipped > 0 {
+				result += fmt.Sprintf(", %d %s", ts.Skipped, fbWord(lang, "skipped"))
+			}
+			result += ")"
 		}
 		fmt.Fprintf(&b, "| %s %s | %s / %d | %s |\n", t.ID, mdCell(t.Title), FormatPoints(ts.Score), t.Points, result)
 	}
@@ -120,11 +124,14 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	for _, t := range g.Tasks {
 		if ts, _ := s.Task(t.ID); !hidden(t) && ts.Status.Passed() {
 			line := fmt.Sprintf("- **%s** %s", t.ID, mdInline(t.Title))
-			if ts.Status == Warn {
-				if rt := reportTask[t.ID]; rt != nil {
-					for _, c := range rt.Checks {
-						if c.Status == Warn {
-							line += fmt.Sprintf("\n  - ! %s: %s", mdInline(c.Title), mdInline(c.Message))
+			// Warnings, and checks that could not run (they cost nothing,
+			// but the student should know what was not checked).
+			if rt := reportTask[t.ID]; rt != nil {
+				for _, c := range rt.Checks {
+					if c.Status == Warn || c.Status == Skipped {
+						line += fmt.Sprintf("\n  - %s %s — %s", Mark(c.Status), mdInline(c.Title), fbStatus(lang, c.Status))
+						if c.Message != "" {
+							line += ": " + mdInline(c.Message)
 						}
 					}
 				}

@@ -95,9 +95,12 @@ type TaskScore struct {
 	Points int     `json:"points"`
 	Score  float64 `json:"score"`
 	Status Status  `json:"status"`
-	// Passed of Checks checks passed (pass or warn).
-	Passed int `json:"passed"`
-	Checks int `json:"checks"`
+	// Passed of Checks checks passed (pass or warn); Checks counts the
+	// checks that ran, Skipped those that could not run here (they
+	// neither earn nor cost points).
+	Passed  int `json:"passed"`
+	Checks  int `json:"checks"`
+	Skipped int `json:"skipped,omitempty"`
 	// Reason is set when a rule, not the count of checks, decided the
 	// score (a gate check failed).
 	Reason string `json:"reason,omitempty"`

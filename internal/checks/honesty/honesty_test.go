@@ -29,6 +29,7 @@ import (
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
@@ -54,12 +55,18 @@ func TestMain(m *testing.M) {
 	testcluster.Main(m, &env)
 }
 
-func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string) *report.Report {
+func loadLab(t testing.TB, labID string) *labs.Lab {
 	t.Helper()
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
 	lab, ok := labs.Find(all, labID)
 	require.True(t, ok)
+	return lab
+}
+
+func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string) *report.Report {
+	t.Helper()
+	lab := loadLab(t, labID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -146,6 +153,12 @@ func TestHonesty(t *testing.T) {
 			op := deployOperator(t, dir)
 			rep := verify(t, v.lab, op, dir)
 			assert.Empty(t, rep.FailedTasks(), "the course's approach (%s) must pass every task of %s:\n%s", v.name, v.lab, render(rep))
+			// And `labctl grade` gives it full marks, under either credit.
+			lab := loadLab(t, v.lab)
+			for _, credit := range grade.Credits {
+				tasks, total := grade.Score(lab, rep, credit)
+				assert.Equal(t, float64(rep.Summary.MaxPoints), total, "the course's approach (%s) must get full marks in grade (--credit %s): %+v", v.name, credit, tasks)
+			}
 		})
 	}
 	for _, m := range mutants {
