@@ -256,3 +256,28 @@ func TestCompactLogLine(t *testing.T) {
 	assert.Equal(t, "plain line", compactLogLine("plain line"))
 	assert.Equal(t, "x {broken", compactLogLine("x {broken"))
 }
+
+func TestParseLogLine(t *testing.T) {
+	ll, ok := parseLogLine("2026-11-29T17:43:22Z\tERROR\tReconciler error\t{\"controller\": \"backup\", \"controllerKind\": \"Backup\", \"error\": \"backups.database.example.com is forbidden\"}")
+	require.True(t, ok)
+	assert.Equal(t, "ERROR", ll.level)
+	assert.Equal(t, "Reconciler error", ll.msg)
+	assert.Equal(t, "Backup", ll.kv["controllerKind"])
+	ll, ok = parseLogLine("2026-11-29T17:43:22Z\tINFO\tsetup\tStarting manager")
+	require.True(t, ok)
+	assert.Equal(t, "Starting manager", ll.msg)
+	_, ok = parseLogLine("goroutine 1 [running]:")
+	assert.False(t, ok)
+}
+
+func TestRBACMarker(t *testing.T) {
+	m, ok := parseRBACMarker(" +kubebuilder:rbac:groups=database.example.com,resources=backups;databases,verbs=get;list;watch")
+	require.True(t, ok)
+	assert.True(t, m.grants("database.example.com", "backups", []string{"get", "watch"}))
+	assert.False(t, m.grants("database.example.com", "backups", []string{"create"}))
+	assert.False(t, m.grants("apps", "backups", []string{"get"}))
+	m, _ = parseRBACMarker("+kubebuilder:rbac:groups=core,resources=secrets,verbs=*")
+	assert.True(t, m.grants("", "secrets", []string{"delete"}))
+	_, ok = parseRBACMarker("+kubebuilder:object:root=true")
+	assert.False(t, ok)
+}

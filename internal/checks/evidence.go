@@ -243,3 +243,29 @@ func compactLogLine(line string) string {
 	}
 	return head + " " + strings.Join(parts, " ")
 }
+
+// logLine is one line of a zap console log (TIME LEVEL [LOGGER] MESSAGE
+// {json}), as kubebuilder's main.go configures it.
+type logLine struct {
+	level, msg string
+	kv         map[string]any
+}
+
+// parseLogLine splits a zap console line; ok is false for other lines
+// (a panic's stack, plain prints).
+func parseLogLine(line string) (logLine, bool) {
+	var ll logLine
+	head := line
+	if i := strings.Index(line, "\t{"); i >= 0 && strings.HasSuffix(strings.TrimSpace(line), "}") {
+		if json.Unmarshal([]byte(strings.TrimSpace(line[i:])), &ll.kv) == nil {
+			head = line[:i]
+		}
+	}
+	fields := strings.Split(head, "\t")
+	if len(fields) < 3 {
+		return ll, false
+	}
+	ll.level = strings.ToUpper(strings.TrimSpace(fields[1]))
+	ll.msg = strings.TrimSpace(fields[len(fields)-1])
+	return ll, true
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -162,7 +163,18 @@ type logParams struct {
 	Pattern string `json:"pattern"`
 	// Name must appear on the line too (the object the lab is about).
 	Name string `json:"name"`
+	// Controller (a kind) requires the line to come from that
+	// controller's reconcile logger (log.FromContext: controller-runtime
+	// adds controllerKind) and to be the operator's own message, not one
+	// controller-runtime logs for it (Reconciler error, Starting workers).
+	Controller string `json:"controller,omitempty"`
 }
+
+// runtimeMessages are what controller-runtime itself logs with a
+// controller's keys.
+var runtimeMessages = []string{"Reconciler error", "Starting EventSource", "Starting Controller", "Starting workers",
+	"Shutdown signal received, waiting for all workers to finish", "All workers finished",
+	"Warning: Reconciler returned both a non-zero result and a non-nil error", "Observed a panic"}
 
 func (p *logParams) Validate() error {
 	if p.Pattern == "" {
@@ -183,17 +195,36 @@ func runLogMentions(ctx context.Context, c *Context, params any) Outcome {
 	}
 	re := regexp.MustCompile(p.Pattern)
 	lines := strings.Split(log, "\n")
+	var elsewhere string // a matching line from outside the controller
 	for _, l := range lines {
-		if re.MatchString(l) && (p.Name == "" || strings.Contains(l, p.Name)) {
-			return pass("the operator's log mentions it: %s", truncate(strings.TrimSpace(l), 200))
+		if !re.MatchString(l) || (p.Name != "" && !strings.Contains(l, p.Name)) {
+			continue
 		}
+		if p.Controller != "" {
+			ll, ok := parseLogLine(l)
+			if !ok || ll.kv["controllerKind"] != p.Controller || slices.Contains(runtimeMessages, ll.msg) {
+				if elsewhere == "" {
+					elsewhere = truncate(strings.TrimSpace(compactLogLine(l)), 200)
+				}
+				continue
+			}
+		}
+		return pass("the operator's log mentions it: %s", truncate(strings.TrimSpace(compactLogLine(l)), 200))
 	}
 	want := fmt.Sprintf("a log line matching /%s/", p.Pattern)
 	if p.Name != "" {
 		want += " that names " + p.Name
 	}
-	return Outcome{Status: report.Fail, Message: fmt.Sprintf("the operator's log since the run started has no line matching /%s/ about %s (%d lines read)", p.Pattern, p.Name, len(lines)-1),
+	if p.Controller != "" {
+		want += fmt.Sprintf(", written by the %s controller's Reconcile with the logger from log.FromContext(ctx)", p.Controller)
+	}
+	out := Outcome{Status: report.Fail, Message: fmt.Sprintf("the operator's log since the run started has no line matching /%s/ about %s (%d lines read)", p.Pattern, p.Name, len(lines)-1),
 		Expected: want, Observed: "none", Related: []string{p.Name}}
+	if elsewhere != "" {
+		out.Message = fmt.Sprintf("no line about %s comes from the %s controller's reconcile logger (log.FromContext(ctx)); lines from elsewhere do not show its coordination", p.Name, p.Controller)
+		out.Observed = "only lines from elsewhere, e.g.: " + elsewhere
+	}
+	return out
 }
 
 // runBuild compiles every package of the project, as go build ./... does,
