@@ -281,3 +281,16 @@ func TestRBACMarker(t *testing.T) {
 	_, ok = parseRBACMarker("+kubebuilder:object:root=true")
 	assert.False(t, ok)
 }
+
+func TestErrorLogLines(t *testing.T) {
+	log := strings.Join([]string{
+		"2026-12-01T07:00:00Z\tINFO\tStarting manager",
+		`E1201 07:00:01.000001 1 reflector.go:200 "Failed to watch" err="failed to list *v1.Backup: backups.database.example.com is forbidden"`,
+		`E1201 07:00:02.000001 1 reflector.go:200 "Failed to watch" err="failed to list *v1.Backup: backups.database.example.com is forbidden"`,
+		"2026-12-01T07:00:03Z\tERROR\tReconciler error\t{\"controller\": \"backup\", \"controllerKind\": \"Backup\", \"error\": \"boom\"}",
+	}, "\n")
+	lines := errorLogLines(log, 3)
+	require.Len(t, lines, 2, "a repeated error is shown once")
+	assert.Contains(t, lines[0], "forbidden")
+	assert.Contains(t, lines[1], "Reconciler error")
+}

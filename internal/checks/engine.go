@@ -221,6 +221,8 @@ type run struct {
 	mu      sync.Mutex
 	created []objectKey // in creation order, for cleanup in reverse
 
+	forbid forbiddenCache
+
 	projOnce sync.Once
 	proj     *goProject
 	projErr  error

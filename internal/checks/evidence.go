@@ -51,8 +51,11 @@ func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report
 		c.Notes = append(c.Notes, "reported as a warning: the lab text does not require this, the course's solution files do")
 		c.Status = report.Warn
 	}
-	if c.Status == report.Pass || c.Status == report.Skipped {
+	if c.Status == report.Pass || c.Status == report.Skipped || strings.HasPrefix(out.Message, notRun) {
 		return c
+	}
+	if n := forbiddenNote(r.forbidden(ctx)); n != "" {
+		c.Notes = append(c.Notes, n)
 	}
 	if out.Object != nil {
 		c.Object = TrimObject(out.Object)
@@ -174,6 +177,9 @@ func (r *run) logExcerpt(ctx context.Context, names []string) []string {
 	if err != nil {
 		return []string{"(operator log unavailable: " + oneLine(err) + ")"}
 	}
+	// Error-level lines first, whatever they name: a refused request or a
+	// failed reconcile is often the cause of what the check saw.
+	errs := errorLogLines(log, maxErrorLines)
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	var hits []string
 	for _, l := range lines {
@@ -190,13 +196,13 @@ func (r *run) logExcerpt(ctx context.Context, names []string) []string {
 			hits = hits[len(hits)-4:]
 		}
 	}
-	if len(hits) > maxLogLines {
-		hits = hits[len(hits)-maxLogLines:]
+	if len(hits) > maxLogLines-len(errs) {
+		hits = hits[len(hits)-(maxLogLines-len(errs)):]
 	}
-	out := make([]string, 0, len(hits))
+	out := errs
 	for _, l := range hits {
-		if l = strings.TrimSpace(report.CleanLine(compactLogLine(l))); l != "" {
-			out = append(out, truncate(l, maxLineLen))
+		if l = truncate(strings.TrimSpace(report.CleanLine(compactLogLine(l))), maxLineLen); l != "" && !slices.Contains(out, l) {
+			out = append(out, l)
 		}
 	}
 	return out

@@ -147,12 +147,42 @@ func runControllerRunning(ctx context.Context, c *Context, params any) Outcome {
 		}
 	}
 	expected := fmt.Sprintf("the manager logs \"Starting workers\" for controllerKind %s", p.Kind)
-	switch {
-	case workers:
+	if workers {
 		return pass("the manager runs the %s controller (its workers started)", p.Kind)
+	}
+	// controller-runtime logs "Starting Controller" only once the
+	// controller's sources have synced: a controller that registered its
+	// sources but never started is waiting for an informer, and a refused
+	// list or watch is the usual reason.
+	raw, _ := op.Logs(ctx)
+	sources := false
+	var refusedLines []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if kind.MatchString(l) && strings.Contains(l, "Starting EventSource") {
+			sources = true
+		}
+		if strings.Contains(l, "forbidden") && len(refusedLines) < 2 {
+			refusedLines = append(refusedLines, truncate(strings.TrimSpace(report.CleanLine(compactLogLine(l))), 300))
+		}
+	}
+	refused := c.run.forbidden(ctx)
+	if len(refused) > 0 || len(refusedLines) > 0 {
+		out := Outcome{Status: report.Fail, Expected: expected,
+			Message: fmt.Sprintf("the %s controller never started: the API forbids the operator requests its caches need (list/watch), so they never sync; grant them with +kubebuilder:rbac markers and make manifests", p.Kind)}
+		if len(refused) > 0 {
+			out.Observed = "403 Forbidden: " + strings.Join(refused, "; ")
+		} else {
+			out.Observed = strings.Join(refusedLines, " | ")
+		}
+		return out
+	}
+	switch {
 	case started:
 		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the %s controller started but its workers never did: its informers did not sync (RBAC to list/watch what it watches?)", p.Kind),
 			Expected: expected, Observed: "\"Starting Controller\" but no \"Starting workers\""}
+	case sources:
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the %s controller registered its event sources but did not start within %s: its caches did not sync (RBAC to list/watch what it watches? a kind the API does not serve?)", p.Kind, roundDur(c.Timeout)),
+			Expected: expected, Observed: "\"Starting EventSource\" but no \"Starting Controller\""}
 	}
 	return Outcome{Status: report.Fail, Message: fmt.Sprintf("the manager never started a controller for %s: is it set up in cmd/main.go (SetupWithManager)?", p.Kind),
 		Expected: expected, Observed: "no controller for " + p.Kind + " in the log"}

@@ -68,7 +68,7 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 		start := time.Now()
 		var out Outcome
 		if blocked != "" {
-			out = Outcome{Status: report.Error, Message: "not run: " + blocked}
+			out = Outcome{Status: report.Error, Message: notRun + blocked}
 		} else {
 			out = s.assert(ctx, step)
 		}

@@ -20,7 +20,7 @@ var feedbackWords = map[string]map[string]string{
 		"deployFailed": "The project's manifests (config/default) could not be installed, so no task could be checked.",
 		"error":        "labctl could not grade this submission; this is not your score, your instructor will grade it again.",
 		"pass":         "passed", "warn": "passed with a warning", "fail": "failed", "skipped": "skipped", "errorStatus": "could not be checked",
-		"withheld": "hidden", "checks": "checks",
+		"withheld": "hidden", "checks": "checks", "why": "Why",
 	},
 	"ru": {
 		"feedback": "отзыв для", "score": "Баллы", "graded": "проверено", "task": "Задача", "points": "Баллы",
@@ -33,7 +33,7 @@ var feedbackWords = map[string]map[string]string{
 		"deployFailed": "Манифесты проекта (config/default) не удалось установить, поэтому ни одну задачу проверить не удалось.",
 		"error":        "labctl не смог проверить это решение; это не ваша оценка, преподаватель проверит его снова.",
 		"pass":         "пройдено", "warn": "пройдено с предупреждением", "fail": "не пройдено", "skipped": "пропущено", "errorStatus": "не удалось проверить",
-		"withheld": "скрыто", "checks": "проверок",
+		"withheld": "скрыто", "checks": "проверок", "why": "Причина",
 	},
 }
 
@@ -154,6 +154,8 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 		fmt.Fprintf(&failed, "### %s %s (%s / %d)\n\n", t.ID, mdInline(t.Title), FormatPoints(ts.Score), t.Points)
 		if ts.Reason != "" {
 			fmt.Fprintf(&failed, "%s\n\n", mdInline(ts.Reason))
+		} else if h := headline(rt); h != nil {
+			fmt.Fprintf(&failed, "**%s:** %s — %s\n\n", fbWord(lang, "why"), mdInline(h.Title), mdInline(h.Message))
 		}
 		if rt != nil {
 			for _, c := range rt.Checks {
@@ -173,6 +175,13 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	}
 	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
 	return err
+}
+
+func headline(t *Task) *Check {
+	if t == nil {
+		return nil
+	}
+	return t.Headline()
 }
 
 func writeFeedbackCheck(b *strings.Builder, lang string, c *Check) {

@@ -173,6 +173,31 @@ func TaskStatus(checks []*Check) Status {
 	return Pass
 }
 
+// Headline is the check that says why a task did not pass: its first
+// failed check, else the first that could not decide for a reason of its
+// own (not one that never ran because a gate before it failed: that
+// gate's result is the reason); nil when none did not pass.
+func (t *Task) Headline() *Check {
+	var firstError, anyError *Check
+	for _, c := range t.Checks {
+		switch c.Status {
+		case Fail:
+			return c
+		case Error:
+			if anyError == nil {
+				anyError = c
+			}
+			if firstError == nil && !strings.HasPrefix(c.Message, "not run: ") {
+				firstError = c
+			}
+		}
+	}
+	if firstError != nil {
+		return firstError
+	}
+	return anyError
+}
+
 // FailedTasks lists the IDs of the tasks that did not pass.
 func (r *Report) FailedTasks() []string {
 	var ids []string

@@ -121,6 +121,13 @@ var mutants = []struct {
 	{"manager-without-controllers", "lab-8.2", []string{"1.4", "1.5", "2.2", "3.1", "3.2", "4.1", "4.2", "4.3", "cleanup"}},
 }
 
+// diagnoses: for some mutants, what the headline of a failed task must
+// say (the real cause, not a symptom).
+var diagnoses = map[string]struct{ task, says string }{
+	// Not "never started a controller … set up in cmd/main.go".
+	"missing-backups-rbac": {"1.5", "forbid"},
+}
+
 // courseVariants are the reference changed to behave as the course's own
 // solutions do where they differ from it (testdata/course/*.patch). The
 // course's approach must pass every task the lab text asks for; warnings
@@ -172,6 +179,15 @@ func TestHonesty(t *testing.T) {
 			want := slices.Sorted(slices.Values(m.fails))
 			got := slices.Sorted(slices.Values(rep.FailedTasks()))
 			assert.Equal(t, want, got, "mutant %s must fail exactly these tasks of %s:\n%s", m.name, m.lab, render(rep))
+			if d, ok := diagnoses[m.name]; ok {
+				for _, task := range rep.Tasks {
+					if task.ID == d.task {
+						h := task.Headline()
+						require.NotNil(t, h, "task %s of mutant %s has no failed check", d.task, m.name)
+						assert.Contains(t, h.Message, d.says, "the reason task %s fails against mutant %s", d.task, m.name)
+					}
+				}
+			}
 		})
 	}
 }
