@@ -116,6 +116,7 @@ var mutants = []struct {
 	{"backup-not-waiting-for-ready", "lab-8.2", []string{"1.4", "4.2"}},
 	{"silent-backup-controller", "lab-8.2", []string{"4.3"}},
 	{"backup-volume-not-owned", "lab-8.2", []string{"cleanup"}},
+	{"ready-counts-replicas", "lab-8.2", []string{"4.2"}},
 	{"backups-marker-only-on-backup-controller", "lab-8.2", []string{"2.2"}},
 	{"backup-logger-without-context", "lab-8.2", []string{"4.3"}},
 	{"manager-without-controllers", "lab-8.2", []string{"1.4", "1.5", "2.2", "3.1", "3.2", "4.1", "4.2", "4.3", "cleanup"}},
