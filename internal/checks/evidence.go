@@ -48,7 +48,11 @@ func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report
 		c.Message = "the check returned no result"
 	}
 	if step.Severity == "warn" && (c.Status == report.Fail || c.Status == report.Error) {
-		c.Notes = append(c.Notes, "reported as a warning: the lab text does not require this, the course's solution files do")
+		why := "the lab text does not require this, the course's solution files do"
+		if step.Why != nil {
+			why = step.Why.In(r.o.Lang)
+		}
+		c.Notes = append(c.Notes, "reported as a warning: "+why)
 		c.Status = report.Warn
 	}
 	if c.Status == report.Pass || c.Status == report.Skipped || strings.HasPrefix(out.Message, notRun) {

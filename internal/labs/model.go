@@ -78,6 +78,9 @@ type Step struct {
 	// Severity "warn" turns a failure into a warning: for what the course's
 	// solution files add beyond the lab text.
 	Severity string `json:"severity,omitempty"`
+	// Why a warning (severity warn): said with it instead of the default
+	// (the lab text does not require it, the course's solution files do).
+	Why *Text `json:"why,omitempty"`
 	// Gate stops the scenario when this assertion does not pass: the steps
 	// after it are reported as errors (not run) instead of cascading.
 	Gate bool `json:"gate,omitempty"`

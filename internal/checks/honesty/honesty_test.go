@@ -101,6 +101,7 @@ var mutants = []struct {
 	{"no-owns-statefulset", "lab-3.4", []string{"4.1", "4.2", "6.3"}},
 	{"update-instead-of-patch", "lab-3.4", []string{"2.1", "2.2", "6.1"}},
 	{"no-conflict-retry", "lab-3.4", []string{"3.1", "3.2"}},
+	{"retry-loses-change", "lab-3.4", []string{"3.1", "3.2", "6.2"}},
 	{"missing-field-index", "lab-3.4", []string{"5.1"}},
 	{"no-owner-reference", "lab-3.4", []string{"4.1", "4.2", "6.3", "cleanup"}},
 	{"list-helpers-missing", "lab-3.4", []string{"1.1", "1.2"}},
