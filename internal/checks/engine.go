@@ -126,6 +126,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 			return nil, err
 		}
 		rep.Namespace = r.ns
+		if note := r.calibrate(ctx); note != "" {
+			rep.Notes = append(rep.Notes, note)
+		}
 	}
 
 	results := map[string]*report.Check{}
@@ -140,7 +143,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	var wg sync.WaitGroup
 	for _, sc := range scenarios {
-		if sc.Final || sc.Cleanup {
+		if sc.Final || sc.Cleanup || sc.Alone {
 			continue
 		}
 		wg.Add(1)
@@ -150,6 +153,11 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		}()
 	}
 	wg.Wait()
+	for _, sc := range scenarios {
+		if sc.Alone && !sc.Final && !sc.Cleanup {
+			r.runScenario(ctx, sc, collect)
+		}
+	}
 	// Then the lab's cleanup (not with --keep), then the final scenarios
 	// (e.g. the operator's health over the whole run).
 	for _, sc := range scenarios {
@@ -222,6 +230,8 @@ type run struct {
 	created []objectKey // in creation order, for cleanup in reverse
 
 	forbid forbiddenCache
+	// stretch scales the lab's timeouts for a slow cluster (calibrate).
+	stretch float64
 
 	projOnce sync.Once
 	proj     *goProject

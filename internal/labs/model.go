@@ -28,7 +28,8 @@ type Lab struct {
 	Defaults Defaults          `json:"defaults,omitempty"`
 	Tasks    []Task            `json:"tasks"`
 	// Scenarios run in parallel, each in the run's namespace with its own
-	// objects; then the lab's cleanup scenario; then those marked final.
+	// objects; then those marked alone, one at a time; then the lab's
+	// cleanup scenario; then those marked final.
 	Scenarios []Scenario `json:"scenarios"`
 }
 
@@ -57,6 +58,10 @@ type Scenario struct {
 	// Final scenarios run after all others have finished, the cleanup
 	// included (operator health over the whole run).
 	Final bool `json:"final,omitempty"`
+	// Alone scenarios load the cluster (a writer in a tight loop): they run
+	// one at a time after the parallel ones, so that they do not starve
+	// the timed steps of the others.
+	Alone bool `json:"alone,omitempty"`
 	// Cleanup marks the lab's own cleanup (it deletes what the others
 	// made); it runs last, and not at all with --keep, whose point is to
 	// leave the objects for inspection.
