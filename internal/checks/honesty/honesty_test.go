@@ -99,6 +99,7 @@ var mutants = []struct {
 	fails []string
 }{
 	{"no-owns-statefulset", "lab-3.4", []string{"4.1", "4.2", "6.3"}},
+	{"no-owns-secret", "lab-3.4", []string{"4.1"}},
 	{"update-instead-of-patch", "lab-3.4", []string{"2.1", "2.2", "6.1"}},
 	{"no-conflict-retry", "lab-3.4", []string{"3.1", "3.2"}},
 	{"retry-loses-change", "lab-3.4", []string{"3.1", "3.2", "6.2"}},
