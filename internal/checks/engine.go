@@ -69,6 +69,9 @@ type Options struct {
 	// OnCheck is called as each check finishes (progress display); calls
 	// never overlap.
 	OnCheck func(*report.Check)
+	// Grading is set by `labctl grade`: what verify only warns about a
+	// student's setup (an operator older than its sources) fails there.
+	Grading bool
 	// CleanupTimeout bounds the cleanup (default 30s).
 	CleanupTimeout time.Duration
 }

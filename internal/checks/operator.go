@@ -37,6 +37,11 @@ func init() {
 		Run:    runLogMentions,
 	})
 	Register(Definition{
+		Name: "operator-current",
+		Doc:  "the running operator was built from the project's current sources (fingerprint recorded at deploy); a warning in verify, a failure in grade",
+		Run:  runOperatorCurrent,
+	})
+	Register(Definition{
 		Name: "build",
 		Doc:  "every package of the project compiles (go build ./... without the final link)",
 		Run:  runBuild,
@@ -299,4 +304,29 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 		return out
 	}
 	return pass("every package of the project compiles (%s)", roundDur(time.Since(start)))
+}
+
+func runOperatorCurrent(_ context.Context, c *Context, _ any) Outcome {
+	op := c.Operator()
+	if op == nil {
+		return skip("no operator deployed by labctl was found, so what it was built from is unknown")
+	}
+	changed, known, err := op.SourceChanged(c.ProjectDir())
+	if err != nil {
+		return errorf("fingerprinting the project's sources: %v", oneLine(err))
+	}
+	if !known {
+		return skip("no source fingerprint was recorded when the operator was deployed (deployed in-cluster, or no project directory), so whether it is current cannot be told")
+	}
+	if !changed {
+		return pass("the running operator was built from the project's current sources")
+	}
+	out := Outcome{Status: report.Fail,
+		Message:  "the running operator was built from older sources: the project changed after it was deployed, so the cluster checks judge other code than the source checks read; deploy it again (labctl up --project DIR)",
+		Expected: "the sources' fingerprint at deploy equals the project's now",
+		Observed: "the project's files changed since the deploy"}
+	if !c.run.o.Grading {
+		out.Status = report.Warn
+	}
+	return out
 }

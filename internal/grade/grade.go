@@ -422,6 +422,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		Operator:   op,
 		ProjectDir: p.Dir,
 		Lang:       g.o.Lang,
+		Grading:    true,
 		OnCheck: func(*report.Check) {
 			mu.Lock()
 			done++

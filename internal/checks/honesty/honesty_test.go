@@ -64,7 +64,7 @@ func loadLab(t testing.TB, labID string) *labs.Lab {
 	return lab
 }
 
-func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string) *report.Report {
+func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string, tasks ...string) *report.Report {
 	t.Helper()
 	lab := loadLab(t, labID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -76,7 +76,7 @@ func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string) 
 			t.Logf("%6.2fs %s %s", time.Since(start).Seconds(), c.Status, c.ID)
 		}
 	}
-	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir, OnCheck: progress})
+	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir, Tasks: tasks, OnCheck: progress})
 	if !bench {
 		t.Logf("%6.2fs done", time.Since(start).Seconds())
 	}
@@ -159,6 +159,16 @@ func TestHonesty(t *testing.T) {
 			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
 		}
 		t.Run("command", testVerifyCommand)
+		// Sources edited after the deploy: verify warns that the running
+		// operator is stale (grade fails it).
+		t.Run("stale", func(t *testing.T) {
+			now := time.Now()
+			require.NoError(t, os.Chtimes(filepath.Join(dir, "cmd", "main.go"), now, now))
+			rep := verify(t, "lab-8.2", op, dir, "4.1")
+			require.Len(t, rep.Tasks, 1)
+			assert.Equal(t, report.Warn, rep.Tasks[0].Status, render(rep))
+			assert.Contains(t, render(rep), "older sources")
+		})
 	})
 	for _, v := range courseVariants {
 		t.Run("course/"+v.name, func(t *testing.T) {
