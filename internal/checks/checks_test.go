@@ -294,3 +294,16 @@ func TestErrorLogLines(t *testing.T) {
 	assert.Contains(t, lines[0], "forbidden")
 	assert.Contains(t, lines[1], "Reconciler error")
 }
+
+// The marker check reads the reference operator's Database reconciler.
+func TestRBACMarkerOnReference(t *testing.T) {
+	proj, err := loadGoProject(filepath.Join("..", "..", "operator"))
+	require.NoError(t, err)
+	r := &run{proj: proj}
+	r.projOnce.Do(func() {})
+	c := &Context{run: r}
+	out := runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "database.example.com", Resource: "backups", Verbs: []string{"get", "list", "watch"}})
+	assert.Equal(t, report.Pass, out.Status, out.Message)
+	out = runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "batch", Resource: "jobs", Verbs: []string{"create"}})
+	assert.Equal(t, report.Fail, out.Status, out.Message)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/parser"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -91,7 +93,7 @@ func runRBACMarker(_ context.Context, c *Context, params any) Outcome {
 	}
 	var file *goFile
 	for _, fn := range proj.funcs {
-		if fn.recv == p.Reconciler && fn.name == "Reconcile" {
+		if strings.TrimPrefix(fn.recv, "*") == p.Reconciler && fn.name == "Reconcile" {
 			file = fn.file
 			break
 		}
@@ -101,8 +103,13 @@ func runRBACMarker(_ context.Context, c *Context, params any) Outcome {
 		return Outcome{Status: report.Fail, Message: fmt.Sprintf("no Reconcile method of %s was found in the project", p.Reconciler),
 			Expected: want + " beside (" + p.Reconciler + ").Reconcile"}
 	}
+	// The project is parsed without comments: read this file's again.
+	withComments, err := parser.ParseFile(proj.fset, filepath.Join(proj.dir, filepath.FromSlash(file.rel)), nil, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return errorf("reading %s: %v", file.rel, oneLine(err))
+	}
 	var markers []rbacMarker
-	for _, cg := range file.ast.Comments {
+	for _, cg := range withComments.Comments {
 		for _, cm := range cg.List {
 			text := strings.TrimPrefix(strings.TrimPrefix(cm.Text, "//"), "/*")
 			if m, ok := parseRBACMarker(text); ok {
