@@ -112,7 +112,7 @@ var mutants = []struct {
 	{"stale-backup-crd", "lab-8.2", []string{"1.2", "1.3", "4.2"}},
 	{"panic-on-missing-database", "lab-8.2", []string{"1.4", "1.5", "4.1", "4.2"}},
 	{"database-crd-without-backupref", "lab-8.2", []string{"2.1", "2.2", "3.2"}},
-	{"missing-backups-rbac", "lab-8.2", []string{"1.4", "1.5", "2.2", "3.1", "3.2", "4.1", "4.2", "4.3"}},
+	{"missing-backups-rbac", "lab-8.2", []string{"1.4", "1.5", "2.2", "3.1", "3.2", "4.1", "4.2", "4.3", "cleanup"}},
 	{"never-sets-backupready", "lab-8.2", []string{"3.1"}},
 	{"phase-based-backup-check", "lab-8.2", []string{"3.2"}},
 	{"backup-not-waiting-for-ready", "lab-8.2", []string{"1.4", "4.2"}},
