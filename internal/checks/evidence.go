@@ -39,6 +39,7 @@ func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report
 		Message:  report.Clean(out.Message),
 		Expected: report.Clean(out.Expected),
 		Observed: report.Clean(out.Observed),
+		Hidden:   step.Hidden,
 	}
 	for _, n := range out.Notes {
 		c.Notes = append(c.Notes, report.Clean(n))

@@ -91,6 +91,9 @@ type Options struct {
 	Git string
 	// Go is the go command used to build managers (default "go").
 	Go string
+	// Policy names the grading policy already applied to Lab (feedback
+	// says which); "" for the lab's defaults.
+	Policy string
 }
 
 // DefaultJobs is what the machine can grade at once: a core and 512 MiB of
@@ -169,6 +172,9 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 		o.OutDir = "grades-" + o.Lab.ID
 	}
 	out, err := openOutputs(o.OutDir, o.Lab, o.Lang, o.Credit, o.RevealHidden)
+	if err == nil {
+		out.gb.Policy = o.Policy
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,12 @@ type Step struct {
 	// Severity "warn" turns a failure into a warning: for what the course's
 	// solution files add beyond the lab text.
 	Severity string `json:"severity,omitempty"`
+	// Bug names the course's own bug (course catalogue §5, e.g. B1) this
+	// step probes: a grading policy can make all such steps strict.
+	Bug string `json:"bug,omitempty"`
+	// Hidden steps count as usual, but a student's feedback withholds
+	// their evidence (set by a grading policy).
+	Hidden bool `json:"hidden,omitempty"`
 	// Why a warning (severity warn): said with it instead of the default
 	// (the lab text does not require it, the course's solution files do).
 	Why *Text `json:"why,omitempty"`

@@ -21,6 +21,7 @@ var feedbackWords = map[string]map[string]string{
 		"error":        "labctl could not grade this submission; this is not your score, your instructor will grade it again.",
 		"pass":         "passed", "warn": "passed with a warning", "fail": "failed", "skipped": "skipped", "errorStatus": "could not be checked",
 		"withheld": "hidden", "checks": "checks", "why": "Why",
+		"policy": "Grading policy", "defaultPolicy": "the lab's defaults", "hiddenCheck": "a hidden check",
 	},
 	"ru": {
 		"feedback": "отзыв для", "score": "Баллы", "graded": "проверено", "task": "Задача", "points": "Баллы",
@@ -34,6 +35,7 @@ var feedbackWords = map[string]map[string]string{
 		"error":        "labctl не смог проверить это решение; это не ваша оценка, преподаватель проверит его снова.",
 		"pass":         "пройдено", "warn": "пройдено с предупреждением", "fail": "не пройдено", "skipped": "пропущено", "errorStatus": "не удалось проверить",
 		"withheld": "скрыто", "checks": "проверок", "why": "Причина",
+		"policy": "Правила оценки", "defaultPolicy": "по умолчанию для лабораторной", "hiddenCheck": "скрытая проверка",
 	},
 }
 
@@ -82,6 +84,11 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	case OutcomeError:
 		fmt.Fprintf(&b, "> %s\n\n", fbWord(lang, "error"))
 	}
+	policy := g.Policy
+	if policy == "" {
+		policy = fbWord(lang, "defaultPolicy")
+	}
+	fmt.Fprintf(&b, "%s: %s\n\n", fbWord(lang, "policy"), mdInline(policy))
 	if s.Message != "" && s.Outcome != OutcomeBuildFailed {
 		fmt.Fprintf(&b, "> %s\n\n", mdInline(s.Message))
 	}
@@ -128,7 +135,7 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 			// but the student should know what was not checked).
 			if rt := reportTask[t.ID]; rt != nil {
 				for _, c := range rt.Checks {
-					if c.Status == Warn || c.Status == Skipped {
+					if (c.Status == Warn || c.Status == Skipped) && !c.Hidden {
 						line += fmt.Sprintf("\n  - %s %s — %s", Mark(c.Status), mdInline(c.Title), fbStatus(lang, c.Status))
 						if c.Message != "" {
 							line += ": " + mdInline(c.Message)
@@ -154,7 +161,7 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 		fmt.Fprintf(&failed, "### %s %s (%s / %d)\n\n", t.ID, mdInline(t.Title), FormatPoints(ts.Score), t.Points)
 		if ts.Reason != "" {
 			fmt.Fprintf(&failed, "%s\n\n", mdInline(ts.Reason))
-		} else if h := headline(rt); h != nil {
+		} else if h := headline(rt); h != nil && !h.Hidden {
 			fmt.Fprintf(&failed, "**%s:** %s — %s\n\n", fbWord(lang, "why"), mdInline(h.Title), mdInline(h.Message))
 		}
 		if rt != nil {
@@ -185,6 +192,10 @@ func headline(t *Task) *Check {
 }
 
 func writeFeedbackCheck(b *strings.Builder, lang string, c *Check) {
+	if c.Hidden {
+		fmt.Fprintf(b, "- %s *%s* — %s\n", Mark(c.Status), fbWord(lang, "hiddenCheck"), fbStatus(lang, c.Status))
+		return
+	}
 	fmt.Fprintf(b, "- %s **%s** — %s", Mark(c.Status), mdInline(c.Title), fbStatus(lang, c.Status))
 	if c.Message != "" && c.Status != Pass {
 		fmt.Fprintf(b, ": %s", mdInline(c.Message))

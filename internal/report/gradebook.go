@@ -23,6 +23,9 @@ type Gradebook struct {
 	// Credit is the scoring policy (checks: partial credit per task;
 	// tasks: all or nothing per task).
 	Credit string `json:"credit"`
+	// Policy names the instructor's grading policy applied ("" for the
+	// labs' defaults).
+	Policy string `json:"policy,omitempty"`
 	// Submissions are sorted by student.
 	Submissions []*GradedSubmission `json:"submissions"`
 }

@@ -111,3 +111,24 @@ func TestGradebookJUnit(t *testing.T) {
 	require.True(t, strings.HasSuffix(doc.Suites[0].Cases[2].Name, "[hidden]"), "the instructor's JUnit shows hidden tasks")
 	require.Equal(t, "no BackupReady condition", doc.Suites[0].Cases[1].Failure.Message)
 }
+
+// The feedback names the grading policy, and a check the policy hides
+// counts but shows neither its title nor its evidence.
+func TestFeedbackPolicyAndHiddenChecks(t *testing.T) {
+	gb, sub := sampleGradebook()
+	var b bytes.Buffer
+	require.NoError(t, report.WriteFeedbackMarkdown(&b, gb, sub, false))
+	require.Contains(t, b.String(), "Grading policy: the lab's defaults")
+
+	gb.Policy = "strict section B"
+	sub.Report.Tasks[1].Checks[0].Hidden = true
+	b.Reset()
+	require.NoError(t, report.WriteFeedbackMarkdown(&b, gb, sub, false))
+	md := b.String()
+	require.Contains(t, md, "Grading policy: strict section B")
+	require.Contains(t, md, "### 3.1 BackupReady (0 / 10)")
+	require.Contains(t, md, "*a hidden check* — failed")
+	for _, secret := range []string{"The Backup has BackupReady=True", "no BackupReady condition", "BackupCompleted"} {
+		require.NotContains(t, md, secret)
+	}
+}

@@ -95,7 +95,10 @@ type Check struct {
 	// Logs is an excerpt of the operator's log.
 	Logs []string `json:"logs,omitempty"`
 	// Notes are further facts (e.g. why a conflict could not be provoked).
-	Notes    []string `json:"notes,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	// Hidden checks count, but a student's feedback withholds their
+	// title and evidence (a grading policy's choice).
+	Hidden   bool     `json:"hidden,omitempty"`
 	Duration Duration `json:"duration"`
 }
 
