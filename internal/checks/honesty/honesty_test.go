@@ -77,10 +77,13 @@ func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string, 
 		}
 	}
 	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir, Tasks: tasks, OnCheck: progress})
+	require.NoError(t, err)
 	if !bench {
 		t.Logf("%6.2fs done", time.Since(start).Seconds())
+		for _, n := range rep.Notes {
+			t.Logf("note: %s", n)
+		}
 	}
-	require.NoError(t, err)
 	return rep
 }
 
