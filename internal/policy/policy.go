@@ -139,7 +139,7 @@ func (p *Policy) Apply(lab *labs.Lab) (*labs.Lab, error) {
 	for _, id := range sortedKeys(lp.Steps) {
 		st, ok := steps[id]
 		if !ok {
-			errs = append(errs, fmt.Errorf("steps: %s has no check %s (`labctl labs %s` lists them)", lab.ID, id, lab.ID))
+			errs = append(errs, fmt.Errorf("steps: %s has no check %s (check ids are those of `labctl verify -o json`)", lab.ID, id))
 			continue
 		}
 		set("steps: "+id, st, lp.Steps[id])
