@@ -132,6 +132,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if note := r.calibrate(ctx); note != "" {
 			rep.Notes = append(rep.Notes, note)
 		}
+		rep.WriteLatency = report.Duration(r.writeRTT)
 	}
 
 	results := map[string]*report.Check{}
@@ -233,8 +234,10 @@ type run struct {
 	created []objectKey // in creation order, for cleanup in reverse
 
 	forbid forbiddenCache
-	// stretch scales the lab's timeouts for a slow cluster (calibrate).
-	stretch float64
+	// stretch scales the lab's timeouts for a slow cluster (calibrate),
+	// measured from writeRTT.
+	stretch  float64
+	writeRTT time.Duration
 
 	projOnce sync.Once
 	proj     *goProject

@@ -43,7 +43,10 @@ type Report struct {
 	Started  time.Time `json:"started"`
 	Duration Duration  `json:"duration"`
 	Status   Status    `json:"status"`
-	Summary  Summary   `json:"summary"`
+	// WriteLatency is the median write round trip measured at the start
+	// (timeouts stretch when it is slow); 0 when not measured.
+	WriteLatency Duration `json:"writeLatency,omitempty"`
+	Summary      Summary  `json:"summary"`
 	Tasks    []*Task   `json:"tasks"`
 	// Notes are facts about the run itself (cleanup left something behind,
 	// the namespace was kept).

@@ -79,7 +79,7 @@ func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string, 
 	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir, Tasks: tasks, OnCheck: progress})
 	require.NoError(t, err)
 	if !bench {
-		t.Logf("%6.2fs done", time.Since(start).Seconds())
+		t.Logf("%6.2fs done (write round trip %s)", time.Since(start).Seconds(), rep.WriteLatency)
 		for _, n := range rep.Notes {
 			t.Logf("note: %s", n)
 		}
