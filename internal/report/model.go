@@ -47,7 +47,7 @@ type Report struct {
 	// (timeouts stretch when it is slow); 0 when not measured.
 	WriteLatency Duration `json:"writeLatency,omitempty"`
 	Summary      Summary  `json:"summary"`
-	Tasks    []*Task   `json:"tasks"`
+	Tasks        []*Task  `json:"tasks"`
 	// Notes are facts about the run itself (cleanup left something behind,
 	// the namespace was kept).
 	Notes []string `json:"notes,omitempty"`
