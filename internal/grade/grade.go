@@ -172,10 +172,10 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 		o.OutDir = "grades-" + o.Lab.ID
 	}
 	out, err := openOutputs(o.OutDir, o.Lab, o.Lang, o.Credit, o.RevealHidden)
-	if err == nil {
-		out.gb.Policy = o.Policy
-	}
 	if err != nil {
+		return nil, err
+	}
+	if err := out.usePolicy(o.Policy); err != nil {
 		return nil, err
 	}
 	work := o.WorkDir
