@@ -60,6 +60,9 @@ type stateSpec struct {
 type orderedParams struct {
 	First stateSpec `json:"first"`
 	Then  stateSpec `json:"then"`
+	// ThenOptional passes when `then` never reached its state (it did not
+	// come first, which is all this check asks then).
+	ThenOptional bool `json:"thenOptional,omitempty"`
 }
 
 func (p *orderedParams) Validate() error {
@@ -110,6 +113,11 @@ func runOrdered(_ context.Context, c *Context, params any) Outcome {
 	}
 	out := Outcome{Related: []string{p.First.Ref.Name, p.Then.Ref.Name},
 		Expected: fmt.Sprintf("%s (%s) only after %s (%s)", p.Then.Ref, thenWant, p.First.Ref, firstWant)}
+	if len(thenStates) == 0 && p.ThenOptional {
+		out.Status = report.Pass
+		out.Message = fmt.Sprintf("%s never reached %s, so not before %s had %s", p.Then.Ref, thenWant, p.First.Ref, firstWant)
+		return out
+	}
 	if len(thenStates) == 0 {
 		out.Status = report.Fail
 		out.Message = fmt.Sprintf("%s was never observed with %s, so the order cannot be shown", p.Then.Ref, thenWant)
