@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,8 +46,11 @@ type AuditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus,omitempty"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
+	// RequestObject is the request's body, for the requests the policy
+	// records at level Request (updates of StatefulSets).
+	RequestObject            json.RawMessage `json:"requestObject,omitempty"`
+	RequestReceivedTimestamp time.Time       `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time       `json:"stageTimestamp"`
 }
 
 type auditUser struct {
@@ -468,6 +472,13 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 			conflicts++
 		}
 	}
+	if lost := lostChanges(ops, p.Container, p.Images); len(lost) > 0 {
+		out.Status = report.Fail
+		out.Expected = "after a 409 Conflict, a retry that re-reads the object and applies the change again"
+		out.Observed = strings.Join(lost, "; ")
+		out.Message = fmt.Sprintf("the operator retried its update of %s after a conflict, but the retry lost the change: it re-sent the re-read object without applying the new image to it (re-apply your change inside the retry function, after the Get)", p.StatefulSet)
+		return out
+	}
 	for _, ev := range ops[firstConflict+1:] {
 		if ev.Code() >= 200 && ev.Code() < 300 {
 			out.Status = report.Pass
@@ -480,6 +491,44 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 	out.Observed = fmt.Sprintf("%d conflict(s) (409), then no successful write", conflicts)
 	out.Message = fmt.Sprintf("the operator's update of %s failed with 409 Conflict and it never wrote it successfully afterwards", p.StatefulSet)
 	return out
+}
+
+// lostChanges compares each successful update that follows a 409 with the
+// update that conflicted (their bodies, where the audit log has them): the
+// retry must carry the image the conflicted write was setting, or a later
+// one of images. It describes each retry that did not.
+func lostChanges(ops []AuditEvent, container string, images []string) []string {
+	imageOf := func(ev AuditEvent) string {
+		if len(ev.RequestObject) == 0 {
+			return ""
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(ev.RequestObject); err != nil {
+			return ""
+		}
+		return containerImage(u, container)
+	}
+	var lost []string
+	intended := ""
+	for _, ev := range ops {
+		if ev.Verb != "update" {
+			continue
+		}
+		img := imageOf(ev)
+		switch {
+		case ev.Code() == 409:
+			if img != "" {
+				intended = img
+			}
+		case ev.Code() >= 200 && ev.Code() < 300:
+			want := slices.Index(images, intended)
+			if intended != "" && img != "" && want >= 0 && slices.Index(images, img) < want {
+				lost = append(lost, fmt.Sprintf("the update that conflicted set image %s, the retry that succeeded sent %s", intended, img))
+			}
+			intended = ""
+		}
+	}
+	return lost
 }
 
 func containerImage(u *unstructured.Unstructured, name string) string {

@@ -256,3 +256,54 @@ func TestCompactLogLine(t *testing.T) {
 	assert.Equal(t, "plain line", compactLogLine("plain line"))
 	assert.Equal(t, "x {broken", compactLogLine("x {broken"))
 }
+
+func TestParseLogLine(t *testing.T) {
+	ll, ok := parseLogLine("2026-11-29T17:43:22Z\tERROR\tReconciler error\t{\"controller\": \"backup\", \"controllerKind\": \"Backup\", \"error\": \"backups.database.example.com is forbidden\"}")
+	require.True(t, ok)
+	assert.Equal(t, "ERROR", ll.level)
+	assert.Equal(t, "Reconciler error", ll.msg)
+	assert.Equal(t, "Backup", ll.kv["controllerKind"])
+	ll, ok = parseLogLine("2026-11-29T17:43:22Z\tINFO\tsetup\tStarting manager")
+	require.True(t, ok)
+	assert.Equal(t, "Starting manager", ll.msg)
+	_, ok = parseLogLine("goroutine 1 [running]:")
+	assert.False(t, ok)
+}
+
+func TestRBACMarker(t *testing.T) {
+	m, ok := parseRBACMarker(" +kubebuilder:rbac:groups=database.example.com,resources=backups;databases,verbs=get;list;watch")
+	require.True(t, ok)
+	assert.True(t, m.grants("database.example.com", "backups", []string{"get", "watch"}))
+	assert.False(t, m.grants("database.example.com", "backups", []string{"create"}))
+	assert.False(t, m.grants("apps", "backups", []string{"get"}))
+	m, _ = parseRBACMarker("+kubebuilder:rbac:groups=core,resources=secrets,verbs=*")
+	assert.True(t, m.grants("", "secrets", []string{"delete"}))
+	_, ok = parseRBACMarker("+kubebuilder:object:root=true")
+	assert.False(t, ok)
+}
+
+func TestErrorLogLines(t *testing.T) {
+	log := strings.Join([]string{
+		"2026-12-01T07:00:00Z\tINFO\tStarting manager",
+		`E1201 07:00:01.000001 1 reflector.go:200 "Failed to watch" err="failed to list *v1.Backup: backups.database.example.com is forbidden"`,
+		`E1201 07:00:02.000001 1 reflector.go:200 "Failed to watch" err="failed to list *v1.Backup: backups.database.example.com is forbidden"`,
+		"2026-12-01T07:00:03Z\tERROR\tReconciler error\t{\"controller\": \"backup\", \"controllerKind\": \"Backup\", \"error\": \"boom\"}",
+	}, "\n")
+	lines := errorLogLines(log, 3)
+	require.Len(t, lines, 2, "a repeated error is shown once")
+	assert.Contains(t, lines[0], "forbidden")
+	assert.Contains(t, lines[1], "Reconciler error")
+}
+
+// The marker check reads the reference operator's Database reconciler.
+func TestRBACMarkerOnReference(t *testing.T) {
+	proj, err := loadGoProject(filepath.Join("..", "..", "operator"))
+	require.NoError(t, err)
+	r := &run{proj: proj}
+	r.projOnce.Do(func() {})
+	c := &Context{run: r}
+	out := runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "database.example.com", Resource: "backups", Verbs: []string{"get", "list", "watch"}})
+	assert.Equal(t, report.Pass, out.Status, out.Message)
+	out = runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "batch", Resource: "jobs", Verbs: []string{"create"}})
+	assert.Equal(t, report.Fail, out.Status, out.Message)
+}

@@ -40,6 +40,13 @@ func init() {
 		Params:     func() any { return &leftoversParams{} },
 		Run:        runLeftovers,
 	})
+	Register(Definition{
+		Name:       "operator-made",
+		Doc:        "the namespace holds objects of the given kinds that a controller owns: there is something for a cleanup to remove",
+		Namespaced: true,
+		Params:     func() any { return &leftoversParams{} },
+		Run:        runOperatorMade,
+	})
 }
 
 type stateSpec struct {
@@ -53,6 +60,9 @@ type stateSpec struct {
 type orderedParams struct {
 	First stateSpec `json:"first"`
 	Then  stateSpec `json:"then"`
+	// ThenOptional passes when `then` never reached its state (it did not
+	// come first, which is all this check asks then).
+	ThenOptional bool `json:"thenOptional,omitempty"`
 }
 
 func (p *orderedParams) Validate() error {
@@ -103,6 +113,11 @@ func runOrdered(_ context.Context, c *Context, params any) Outcome {
 	}
 	out := Outcome{Related: []string{p.First.Ref.Name, p.Then.Ref.Name},
 		Expected: fmt.Sprintf("%s (%s) only after %s (%s)", p.Then.Ref, thenWant, p.First.Ref, firstWant)}
+	if len(thenStates) == 0 && p.ThenOptional {
+		out.Status = report.Pass
+		out.Message = fmt.Sprintf("%s never reached %s, so not before %s had %s", p.Then.Ref, thenWant, p.First.Ref, firstWant)
+		return out
+	}
 	if len(thenStates) == 0 {
 		out.Status = report.Fail
 		out.Message = fmt.Sprintf("%s was never observed with %s, so the order cannot be shown", p.Then.Ref, thenWant)
@@ -248,6 +263,17 @@ func runLeftovers(ctx context.Context, c *Context, params any) Outcome {
 		kept = append(kept, l)
 	}
 	left = kept
+	// A claim deleted but held by kubernetes.io/pvc-protection until its
+	// pod is gone is deleted as far as the operator is concerned.
+	kept = left[:0]
+	for _, l := range left {
+		if l.gvr.Resource == "persistentvolumeclaims" && l.obj.GetDeletionTimestamp() != nil && onlyFinalizer(&l.obj, "kubernetes.io/pvc-protection") {
+			pending = append(pending, fmt.Sprintf("%s/%s (deleted, its pvc-protection finalizer waits for its pod)", l.kind, l.obj.GetName()))
+			continue
+		}
+		kept = append(kept, l)
+	}
+	left = kept
 	if len(left) == 0 {
 		out := pass("nothing is left in the namespace (%s)", strings.Join(p.Kinds, ", "))
 		if len(pending) > 0 {
@@ -272,6 +298,47 @@ func runLeftovers(ctx context.Context, c *Context, params any) Outcome {
 	out.Expected = "everything the operator created is deleted with its owner (controller owner references, garbage collection)"
 	out.Observed = strings.Join(names, ", ")
 	return out
+}
+
+func onlyFinalizer(u *unstructured.Unstructured, name string) bool {
+	f := u.GetFinalizers()
+	return len(f) == 0 || (len(f) == 1 && f[0] == name)
+}
+
+// runOperatorMade guards a cleanup: checks that things are gone pass
+// trivially for an operator that never made them, so the cleanup task
+// needs evidence that there was something to clean up.
+func runOperatorMade(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*leftoversParams)
+	var made []string
+	for _, kind := range p.Kinds {
+		gvr, err := c.Resolve(labs.Ref{Kind: kind, Name: "-"})
+		if err != nil {
+			return errorf("%v", err)
+		}
+		items, err := c.Dynamic().Resource(gvr).Namespace(c.Namespace()).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return errorf("listing the namespace: %v", oneLine(err))
+		}
+		for _, it := range items.Items {
+			if slices.Contains(p.Except[kind], it.GetName()) {
+				continue
+			}
+			if ref := metav1.GetControllerOfNoCopy(&it); ref != nil {
+				made = append(made, fmt.Sprintf("%s/%s (owner %s/%s)", kind, it.GetName(), strings.ToLower(ref.Kind), ref.Name))
+			}
+		}
+	}
+	if len(made) == 0 {
+		return Outcome{Status: report.Fail,
+			Message:  fmt.Sprintf("before the cleanup the namespace held nothing a controller made (%s), so there was nothing to clean up: the cleanup earns nothing until the operator creates its objects", strings.Join(p.Kinds, ", ")),
+			Expected: "objects the operator created, with controller owner references",
+			Observed: "none"}
+	}
+	if len(made) > 5 {
+		made = append(made[:5], fmt.Sprintf("and %d more", len(made)-5))
+	}
+	return pass("there is something to clean up: %s", strings.Join(made, ", "))
 }
 
 type observedParams struct {

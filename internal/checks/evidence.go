@@ -39,6 +39,7 @@ func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report
 		Message:  report.Clean(out.Message),
 		Expected: report.Clean(out.Expected),
 		Observed: report.Clean(out.Observed),
+		Hidden:   step.Hidden,
 	}
 	for _, n := range out.Notes {
 		c.Notes = append(c.Notes, report.Clean(n))
@@ -48,11 +49,18 @@ func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report
 		c.Message = "the check returned no result"
 	}
 	if step.Severity == "warn" && (c.Status == report.Fail || c.Status == report.Error) {
-		c.Notes = append(c.Notes, "reported as a warning: the lab text does not require this, the course's solution files do")
+		why := "the lab text does not require this, the course's solution files do"
+		if step.Why != nil {
+			why = step.Why.In(r.o.Lang)
+		}
+		c.Notes = append(c.Notes, "reported as a warning: "+why)
 		c.Status = report.Warn
 	}
-	if c.Status == report.Pass || c.Status == report.Skipped {
+	if c.Status == report.Pass || c.Status == report.Skipped || strings.HasPrefix(out.Message, notRun) {
 		return c
+	}
+	if n := forbiddenNote(r.forbidden(ctx)); n != "" {
+		c.Notes = append(c.Notes, n)
 	}
 	if out.Object != nil {
 		c.Object = TrimObject(out.Object)
@@ -174,6 +182,9 @@ func (r *run) logExcerpt(ctx context.Context, names []string) []string {
 	if err != nil {
 		return []string{"(operator log unavailable: " + oneLine(err) + ")"}
 	}
+	// Error-level lines first, whatever they name: a refused request or a
+	// failed reconcile is often the cause of what the check saw.
+	errs := errorLogLines(log, maxErrorLines)
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	var hits []string
 	for _, l := range lines {
@@ -190,13 +201,13 @@ func (r *run) logExcerpt(ctx context.Context, names []string) []string {
 			hits = hits[len(hits)-4:]
 		}
 	}
-	if len(hits) > maxLogLines {
-		hits = hits[len(hits)-maxLogLines:]
+	if len(hits) > maxLogLines-len(errs) {
+		hits = hits[len(hits)-(maxLogLines-len(errs)):]
 	}
-	out := make([]string, 0, len(hits))
+	out := errs
 	for _, l := range hits {
-		if l = strings.TrimSpace(report.CleanLine(compactLogLine(l))); l != "" {
-			out = append(out, truncate(l, maxLineLen))
+		if l = truncate(strings.TrimSpace(report.CleanLine(compactLogLine(l))), maxLineLen); l != "" && !slices.Contains(out, l) {
+			out = append(out, l)
 		}
 	}
 	return out
@@ -242,4 +253,30 @@ func compactLogLine(line string) string {
 		parts = append(parts, k+"="+string(v))
 	}
 	return head + " " + strings.Join(parts, " ")
+}
+
+// logLine is one line of a zap console log (TIME LEVEL [LOGGER] MESSAGE
+// {json}), as kubebuilder's main.go configures it.
+type logLine struct {
+	level, msg string
+	kv         map[string]any
+}
+
+// parseLogLine splits a zap console line; ok is false for other lines
+// (a panic's stack, plain prints).
+func parseLogLine(line string) (logLine, bool) {
+	var ll logLine
+	head := line
+	if i := strings.Index(line, "\t{"); i >= 0 && strings.HasSuffix(strings.TrimSpace(line), "}") {
+		if json.Unmarshal([]byte(strings.TrimSpace(line[i:])), &ll.kv) == nil {
+			head = line[:i]
+		}
+	}
+	fields := strings.Split(head, "\t")
+	if len(fields) < 3 {
+		return ll, false
+	}
+	ll.level = strings.ToUpper(strings.TrimSpace(fields[1]))
+	ll.msg = strings.TrimSpace(fields[len(fields)-1])
+	return ll, true
 }

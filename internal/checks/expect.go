@@ -50,7 +50,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		if last == nil {
 			observed = ref.String() + " does not exist"
 		}
-		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: waited %s for %s, and it never got there", ref, roundDur(timeout), want),
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: timed out after %s waiting for %s; last seen: %s", ref, roundDur(timeout), want, observed),
 			Expected: want, Observed: observed, Object: last, Related: related}
 
 	case len(e.Consistently) > 0:
@@ -58,6 +58,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		if e.For != nil && !e.For.IsZero() {
 			d = e.For.For(r.profile)
 		}
+		d = r.stretched(d)
 		want := DescribeAssertions(e.Consistently)
 		var violation string
 		var at time.Duration
@@ -101,8 +102,8 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		if last != nil && last.GetUID() == old {
 			observed = "the deleted object is still there (UID " + string(old) + "), being deleted"
 		}
-		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s was not re-created within %s", ref, roundDur(timeout)),
-			Expected: fmt.Sprintf("%s with a new UID within %s (only a watch on it reacts that fast)", ref, roundDur(timeout)),
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: timed out after %s waiting for it to be re-created; last seen: %s", ref, roundDur(timeout), observed),
+			Expected: fmt.Sprintf("%s with a new UID within %s (an operator that watches it reacts that fast)", ref, roundDur(timeout)),
 			Observed: observed, Object: last, Related: related}
 
 	case e.Absent:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,11 @@ func init() {
 		Doc:    "the operator's log since the run started has a line matching a pattern and naming an object",
 		Params: func() any { return &logParams{} },
 		Run:    runLogMentions,
+	})
+	Register(Definition{
+		Name: "operator-current",
+		Doc:  "the running operator was built from the project's current sources (fingerprint recorded at deploy); a warning in verify, a failure in grade",
+		Run:  runOperatorCurrent,
 	})
 	Register(Definition{
 		Name: "build",
@@ -146,12 +152,42 @@ func runControllerRunning(ctx context.Context, c *Context, params any) Outcome {
 		}
 	}
 	expected := fmt.Sprintf("the manager logs \"Starting workers\" for controllerKind %s", p.Kind)
-	switch {
-	case workers:
+	if workers {
 		return pass("the manager runs the %s controller (its workers started)", p.Kind)
+	}
+	// controller-runtime logs "Starting Controller" only once the
+	// controller's sources have synced: a controller that registered its
+	// sources but never started is waiting for an informer, and a refused
+	// list or watch is the usual reason.
+	raw, _ := op.Logs(ctx)
+	sources := false
+	var refusedLines []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if kind.MatchString(l) && strings.Contains(l, "Starting EventSource") {
+			sources = true
+		}
+		if strings.Contains(l, "forbidden") && len(refusedLines) < 2 {
+			refusedLines = append(refusedLines, truncate(strings.TrimSpace(report.CleanLine(compactLogLine(l))), 300))
+		}
+	}
+	refused := c.run.forbidden(ctx)
+	if len(refused) > 0 || len(refusedLines) > 0 {
+		out := Outcome{Status: report.Fail, Expected: expected,
+			Message: fmt.Sprintf("the %s controller never started: the API forbids the operator requests its caches need (list/watch), so they never sync; grant them with +kubebuilder:rbac markers and make manifests", p.Kind)}
+		if len(refused) > 0 {
+			out.Observed = "403 Forbidden: " + strings.Join(refused, "; ")
+		} else {
+			out.Observed = strings.Join(refusedLines, " | ")
+		}
+		return out
+	}
+	switch {
 	case started:
 		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the %s controller started but its workers never did: its informers did not sync (RBAC to list/watch what it watches?)", p.Kind),
 			Expected: expected, Observed: "\"Starting Controller\" but no \"Starting workers\""}
+	case sources:
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the %s controller registered its event sources but did not start within %s: its caches did not sync (RBAC to list/watch what it watches? a kind the API does not serve?)", p.Kind, roundDur(c.Timeout)),
+			Expected: expected, Observed: "\"Starting EventSource\" but no \"Starting Controller\""}
 	}
 	return Outcome{Status: report.Fail, Message: fmt.Sprintf("the manager never started a controller for %s: is it set up in cmd/main.go (SetupWithManager)?", p.Kind),
 		Expected: expected, Observed: "no controller for " + p.Kind + " in the log"}
@@ -162,7 +198,18 @@ type logParams struct {
 	Pattern string `json:"pattern"`
 	// Name must appear on the line too (the object the lab is about).
 	Name string `json:"name"`
+	// Controller (a kind) requires the line to come from that
+	// controller's reconcile logger (log.FromContext: controller-runtime
+	// adds controllerKind) and to be the operator's own message, not one
+	// controller-runtime logs for it (Reconciler error, Starting workers).
+	Controller string `json:"controller,omitempty"`
 }
+
+// runtimeMessages are what controller-runtime itself logs with a
+// controller's keys.
+var runtimeMessages = []string{"Reconciler error", "Starting EventSource", "Starting Controller", "Starting workers",
+	"Shutdown signal received, waiting for all workers to finish", "All workers finished",
+	"Warning: Reconciler returned both a non-zero result and a non-nil error", "Observed a panic"}
 
 func (p *logParams) Validate() error {
 	if p.Pattern == "" {
@@ -183,17 +230,36 @@ func runLogMentions(ctx context.Context, c *Context, params any) Outcome {
 	}
 	re := regexp.MustCompile(p.Pattern)
 	lines := strings.Split(log, "\n")
+	var elsewhere string // a matching line from outside the controller
 	for _, l := range lines {
-		if re.MatchString(l) && (p.Name == "" || strings.Contains(l, p.Name)) {
-			return pass("the operator's log mentions it: %s", truncate(strings.TrimSpace(l), 200))
+		if !re.MatchString(l) || (p.Name != "" && !strings.Contains(l, p.Name)) {
+			continue
 		}
+		if p.Controller != "" {
+			ll, ok := parseLogLine(l)
+			if !ok || ll.kv["controllerKind"] != p.Controller || slices.Contains(runtimeMessages, ll.msg) {
+				if elsewhere == "" {
+					elsewhere = truncate(strings.TrimSpace(compactLogLine(l)), 200)
+				}
+				continue
+			}
+		}
+		return pass("the operator's log mentions it: %s", truncate(strings.TrimSpace(compactLogLine(l)), 200))
 	}
 	want := fmt.Sprintf("a log line matching /%s/", p.Pattern)
 	if p.Name != "" {
 		want += " that names " + p.Name
 	}
-	return Outcome{Status: report.Fail, Message: fmt.Sprintf("the operator's log since the run started has no line matching /%s/ about %s (%d lines read)", p.Pattern, p.Name, len(lines)-1),
+	if p.Controller != "" {
+		want += fmt.Sprintf(", written by the %s controller's Reconcile with the logger from log.FromContext(ctx)", p.Controller)
+	}
+	out := Outcome{Status: report.Fail, Message: fmt.Sprintf("the operator's log since the run started has no line matching /%s/ about %s (%d lines read)", p.Pattern, p.Name, len(lines)-1),
 		Expected: want, Observed: "none", Related: []string{p.Name}}
+	if elsewhere != "" {
+		out.Message = fmt.Sprintf("no line about %s comes from the %s controller's reconcile logger (log.FromContext(ctx)); lines from elsewhere do not show its coordination", p.Name, p.Controller)
+		out.Observed = "only lines from elsewhere, e.g.: " + elsewhere
+	}
+	return out
 }
 
 // runBuild compiles every package of the project, as go build ./... does,
@@ -238,4 +304,29 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 		return out
 	}
 	return pass("every package of the project compiles (%s)", roundDur(time.Since(start)))
+}
+
+func runOperatorCurrent(_ context.Context, c *Context, _ any) Outcome {
+	op := c.Operator()
+	if op == nil {
+		return skip("no operator deployed by labctl was found, so what it was built from is unknown")
+	}
+	changed, known, err := op.SourceChanged(c.ProjectDir())
+	if err != nil {
+		return errorf("fingerprinting the project's sources: %v", oneLine(err))
+	}
+	if !known {
+		return skip("no source fingerprint was recorded when the operator was deployed (deployed in-cluster, or no project directory), so whether it is current cannot be told")
+	}
+	if !changed {
+		return pass("the running operator was built from the project's current sources")
+	}
+	out := Outcome{Status: report.Fail,
+		Message:  "the running operator was built from older sources: the project changed after it was deployed, so the cluster checks judge other code than the source checks read; deploy it again (labctl up --project DIR)",
+		Expected: "the sources' fingerprint at deploy equals the project's now",
+		Observed: "the project's files changed since the deploy"}
+	if !c.run.o.Grading {
+		out.Status = report.Warn
+	}
+	return out
 }

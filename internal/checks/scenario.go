@@ -68,7 +68,7 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 		start := time.Now()
 		var out Outcome
 		if blocked != "" {
-			out = Outcome{Status: report.Error, Message: "not run: " + blocked}
+			out = Outcome{Status: report.Error, Message: notRun + blocked}
 		} else {
 			out = s.assert(ctx, step)
 		}
@@ -124,7 +124,7 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			return err
 		}
 		if q := step.Wait.Quiet; q != nil {
-			return r.settle(ctx, gvr, step.Wait.Ref.Name, q.For(r.profile), r.timeout(step))
+			return r.settle(ctx, gvr, step.Wait.Ref.Name, r.stretched(q.For(r.profile)), r.timeout(step))
 		}
 		_, err = r.waitFor(ctx, gvr, step.Wait.Ref.Name, r.timeout(step), func(u *unstructured.Unstructured) (bool, error) {
 			ok, _ := EvalAssertions(u, step.Wait.Eventually)
@@ -227,9 +227,9 @@ func (s *scenario) assert(ctx context.Context, step *labs.Step) Outcome {
 
 func (r *run) timeout(step *labs.Step) time.Duration {
 	if step.Timeout != nil && !step.Timeout.IsZero() {
-		return step.Timeout.For(r.profile)
+		return r.stretched(step.Timeout.For(r.profile))
 	}
-	return r.lab.Defaults.Timeout.For(r.profile)
+	return r.stretched(r.lab.Defaults.Timeout.For(r.profile))
 }
 
 // recorder keeps every state an object passes through, in order.

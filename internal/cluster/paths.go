@@ -23,6 +23,9 @@ func StateDir(sub string) string {
 // records who did what with which result (verb, user, impersonated user,
 // object, response code) for every request, except the control plane's own
 // chatter, which would drown the operator's requests that checks look for.
+// Updates of StatefulSets keep their request body too: a check compares an
+// operator's retry after a conflict with the write that conflicted (did
+// the retry carry the change?).
 const AuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -37,5 +40,10 @@ rules:
     resources: ["leases"]
 - level: None
   nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*", "/api", "/apis*"]
+- level: Request
+  verbs: ["update"]
+  resources:
+  - group: apps
+    resources: ["statefulsets"]
 - level: Metadata
 `

@@ -58,6 +58,9 @@ type localRecord struct {
 	Namespace      string `json:"namespace"`
 	ServiceAccount string `json:"serviceAccount"`
 	ProbePort      int    `json:"probePort"`
+	// SourceHash fingerprints the sources the running manager was built
+	// from (sourceHash).
+	SourceHash string `json:"sourceHash,omitempty"`
 }
 
 // operatorsDir holds one directory per operator run on a local cluster.
@@ -131,6 +134,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		step.Fail()
 		return nil, err
 	}
+	rec.SourceHash, _ = sourceFingerprint(p.Dir)
 	if reused {
 		step.Done("unchanged sources, reused")
 	} else {
@@ -240,6 +244,7 @@ func operatorFor(p *Project, rec localRecord, dir string) *Operator {
 		Namespace:      rec.Namespace,
 		ServiceAccount: rec.ServiceAccount,
 		Identity:       ServiceAccountUser(rec.Namespace, rec.ServiceAccount),
+		SourceHash:     rec.SourceHash,
 		Logs: func(context.Context) ([]byte, error) {
 			return os.ReadFile(filepath.Join(dir, "manager.log"))
 		},

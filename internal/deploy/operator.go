@@ -19,6 +19,23 @@ type Operator struct {
 	Logs func(ctx context.Context) ([]byte, error)
 	// Restarts counts how often the manager restarted since deployed.
 	Restarts func(ctx context.Context) (int, error)
+	// SourceHash fingerprints the project's sources as they were when the
+	// running manager was built ("" when unknown, e.g. in-cluster).
+	SourceHash string
+}
+
+// SourceChanged reports whether the project's sources differ from those
+// the running manager was built from; known is false when that cannot be
+// told (no fingerprint was recorded at deploy, or no project).
+func (o *Operator) SourceChanged(dir string) (changed, known bool, err error) {
+	if o.SourceHash == "" || dir == "" {
+		return false, false, nil
+	}
+	now, err := sourceFingerprint(dir)
+	if err != nil {
+		return false, false, err
+	}
+	return now != o.SourceHash, true, nil
 }
 
 // ServiceAccountUser is the user name of a ServiceAccount.

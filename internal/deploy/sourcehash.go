@@ -69,3 +69,7 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// sourceFingerprint fingerprints the sources alone (no toolchain): what a
+// running manager was built from, to tell later whether they changed.
+func sourceFingerprint(dir string) (string, error) { return sourceHash(dir, "") }

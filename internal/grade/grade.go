@@ -102,6 +102,9 @@ type Options struct {
 	// own unprivileged user in its own namespaces, and Run refuses when
 	// that is not possible.
 	UnsafeNoSandbox bool
+	// Policy names the grading policy already applied to Lab (feedback
+	// says which); "" for the lab's defaults.
+	Policy string
 }
 
 // DefaultJobs is what the machine can grade at once: a core and 512 MiB of
@@ -187,6 +190,9 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	}
 	out, err := openOutputs(o.OutDir, o.Lab, o.Lang, o.Credit, o.RevealHidden)
 	if err != nil {
+		return nil, err
+	}
+	if err := out.usePolicy(o.Policy); err != nil {
 		return nil, err
 	}
 	// Written with the first result; describes the rows this run grades.
@@ -484,6 +490,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		Operator:   op,
 		ProjectDir: p.Dir,
 		Lang:       g.o.Lang,
+		Grading:    true,
 		OnCheck: func(*report.Check) {
 			mu.Lock()
 			done++

@@ -107,15 +107,19 @@ func TestGradeClass(t *testing.T) {
 	require.Contains(t, feedback, "cannot use time.Now()")
 	require.Contains(t, byStudent["exits-at-start"].Message, "did not become ready")
 
-	// Status fakers do not get the points of what they fake: a Database
-	// reported Ready without children, a Backup marked Completed without a
-	// backup Job (task 4.2 is where the lab runs both for real).
-	for _, faker := range []string{"fake-ready", "fake-backup"} {
+	// A status faker does not get the points of what it fakes: a Database
+	// reported Ready without children (task 4.2 is where the lab runs it
+	// for real).
+	for _, faker := range []string{"fake-ready"} {
 		ts, _ := byStudent[faker].Task("4.2")
 		assert.Zero(t, ts.Score, "%s must not get the points of task 4.2 (verify's checks must see through faked status)", faker)
 		assert.Less(t, byStudent[faker].Score, byStudent["reference"].Score, faker)
 		assert.Contains(t, readFile(t, out, grade.FeedbackDir, faker+".md"), "## What did not pass", faker)
 	}
+	// A Backup completed without a backup Job, once its Database is Ready,
+	// is the course's own simulated backup: correct in lab 8.2.
+	ts, _ := byStudent["fake-backup"].Task("4.2")
+	assert.Equal(t, 10.0, ts.Score, "a simulated backup is correct in lab 8.2")
 	require.FileExists(t, filepath.Join(out, grade.LogsDir, "reference", "manager.log"))
 
 	// results.json and junit.xml are complete and parse.

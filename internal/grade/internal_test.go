@@ -96,6 +96,12 @@ func TestOutputsReplaceOneRow(t *testing.T) {
 	require.ErrorContains(t, err, "changed")
 	_, err = openOutputs(dir, lab, "en", CreditTasks, false)
 	require.ErrorContains(t, err, "--credit checks")
+
+	// Every student of a gradebook is graded under one policy.
+	out, err = openOutputs(dir, lab, "en", CreditChecks, false)
+	require.NoError(t, err)
+	require.ErrorContains(t, out.usePolicy("strict"), `under policy "the lab's defaults", not "strict"`)
+	require.NoError(t, out.usePolicy(""))
 }
 
 func TestFirstError(t *testing.T) {

@@ -60,8 +60,26 @@ func openOutputs(dir string, lab *labs.Lab, lang string, credit Credit, reveal b
 			return nil, userr.Usage(fmt.Sprintf("%s was graded with --credit %s, not %s", dir, old.Credit, credit), "use the same --credit for every student of a gradebook, or another --out")
 		}
 		gb.Submissions = old.Submissions
+		gb.Policy = old.Policy
 	}
 	return &outputs{dir: dir, reveal: reveal, gb: gb}, nil
+}
+
+// usePolicy names the grading policy of the gradebook; students already in
+// it must have been graded under the same one.
+func (o *outputs) usePolicy(name string) error {
+	if len(o.gb.Submissions) > 0 && o.gb.Policy != name {
+		was, now := o.gb.Policy, name
+		if was == "" {
+			was = "the lab's defaults"
+		}
+		if now == "" {
+			now = "the lab's defaults"
+		}
+		return userr.Usage(fmt.Sprintf("%s was graded under policy %q, not %q", o.dir, was, now), "use the same --policy for every student of a gradebook, or another --out")
+	}
+	o.gb.Policy = name
+	return nil
 }
 
 // record adds a student's result and rewrites every file.

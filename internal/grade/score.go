@@ -42,24 +42,27 @@ var Credits = []Credit{CreditTasks, CreditChecks}
 
 // Score credits each task of the lab from a verification report.
 //
+// A skipped check (it could not run here, e.g. a conflict that could not
+// be provoked against an operator that only patches) neither earns nor
+// costs anything: the task is judged on the checks that ran, and its
+// status is the one verify gives it (report.TaskStatus), so the points
+// and the status always agree. A task whose checks were all skipped earns
+// nothing and says so.
+//
 // With CreditChecks a task earns its points times the share of its checks
-// that passed (pass or warn). A task whose gate check did not pass earns
-// nothing: a gate is what the rest of the scenario stands on (the
+// that ran and passed (pass or warn). A task whose gate check did not pass
+// earns nothing: a gate is what the rest of the scenario stands on (the
 // Database is Ready, the Backup completed), so the checks after it prove
 // nothing without it — which is also what keeps an operator that only
 // writes a status from collecting points for it. With CreditTasks a task
-// earns all its points when verify passes it (every check passed or was
-// skipped, at least one passed, no graded warning), else none. A task with no
-// checks in the report (or no report) earns nothing.
+// earns all its points when it passed, else none. A task with no checks in
+// the report (or no report) earns nothing.
 func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.TaskScore, total float64) {
-	gates, graded := map[string]bool{}, map[string]bool{}
+	gates := map[string]bool{}
 	for _, sc := range lab.Scenarios {
 		for _, st := range sc.Steps {
 			if st.Gate && st.ID != "" {
 				gates[st.ID] = true
-			}
-			if st.Graded && st.ID != "" {
-				graded[st.ID] = true
 			}
 		}
 	}
@@ -73,42 +76,28 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 		ts := report.TaskScore{ID: lt.ID, Points: lt.Points, Status: report.Skipped}
 		if rt := byID[lt.ID]; rt != nil {
 			ts.Status = report.TaskStatus(rt.Checks)
-			ts.Checks = len(rt.Checks)
 			var gateFailed *report.Check
-			var gradedWarn *report.Check
 			for _, c := range rt.Checks {
-				if graded[c.ID] && c.Status == report.Warn {
-					// verify only warns (students may have followed the
-					// course's simulated code); grading requires it.
-					if gradedWarn == nil {
-						gradedWarn = c
-					}
+				switch {
+				case c.Status == report.Skipped:
+					ts.Skipped++
 					continue
-				}
-				if c.Status.Passed() {
+				case c.Status.Passed():
 					ts.Passed++
-				} else if gates[c.ID] && gateFailed == nil {
+				case gates[c.ID] && gateFailed == nil:
 					gateFailed = c
 				}
-			}
-			if gradedWarn != nil && ts.Status.Passed() {
-				ts.Status = report.Fail
+				ts.Checks++
 			}
 			switch {
 			case ts.Checks == 0:
+				if ts.Skipped > 0 {
+					ts.Reason = "No points: none of the task's checks could run here."
+				}
 			case credit == CreditTasks:
-				// As verify decides the task: a skipped check (it could
-				// not be provoked here) costs nothing when the task's
-				// other checks passed; a task with only skipped checks is
-				// skipped and earns nothing.
 				if ts.Status.Passed() {
 					ts.Score = float64(lt.Points)
-				} else if gradedWarn != nil {
-					ts.Reason = fmt.Sprintf("No points: %q is required for grading.", gradedWarn.Title)
 				}
-			case gradedWarn != nil && credit == CreditChecks:
-				ts.Score = report.RoundPoints(float64(lt.Points) * float64(ts.Passed) / float64(ts.Checks))
-				ts.Reason = fmt.Sprintf("Points withheld for %q: graders require it.", gradedWarn.Title)
 			case gateFailed != nil:
 				ts.Reason = fmt.Sprintf("No points: %q did not pass, and the task's other checks depend on it.", gateFailed.Title)
 			default:

@@ -1,6 +1,7 @@
 package grade_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,10 +143,13 @@ func TestScorePartialCreditAndGates(t *testing.T) {
 	require.Contains(t, tasks[1].Reason, "check ready")
 	require.Equal(t, 10.0+5.0, total)
 
-	// Skipped checks earn nothing; no report, nothing at all.
+	// Skipped checks neither earn nor cost: one of the two that ran
+	// passed. No report, nothing at all.
 	rep = reportOf(lab, checkSet(map[string]report.Status{"a": report.Skipped, "b": report.Pass, "c": report.Error}))
 	tasks, _ = grade.Score(lab, rep, grade.CreditChecks)
-	require.Equal(t, 3.33, tasks[0].Score)
+	require.Equal(t, 5.0, tasks[0].Score)
+	require.Equal(t, 2, tasks[0].Checks)
+	require.Equal(t, 1, tasks[0].Skipped)
 	tasks, total = grade.Score(lab, nil, grade.CreditChecks)
 	require.Zero(t, total)
 	require.Len(t, tasks, 3)
@@ -176,4 +180,43 @@ func TestScoreTasksSkippedChecksCostNothing(t *testing.T) {
 	require.Equal(t, 0.0, tasks[2].Score, "only skipped checks: nothing was shown")
 	require.Equal(t, report.Skipped, tasks[2].Status)
 	require.Equal(t, 16.0, total)
+}
+
+// A check that could not run (a conflict that could not be provoked
+// against an operator that only patches) costs nothing, under either
+// credit, and the feedback's status, count and sections agree with the
+// points.
+func TestSkippedCheckKeepsThePoints(t *testing.T) {
+	lab := scoringLab()
+	rep := reportOf(lab, checkSet(map[string]report.Status{
+		"ready": report.Pass, "children": report.Pass, "a": report.Pass, "b": report.Skipped, "c": report.Pass,
+	}))
+	for _, credit := range grade.Credits {
+		tasks, total := grade.Score(lab, rep, credit)
+		require.Equal(t, 10.0, tasks[0].Score, credit)
+		require.Equal(t, report.Pass, tasks[0].Status, credit)
+		require.Equal(t, 2, tasks[0].Passed, credit)
+		require.Equal(t, 2, tasks[0].Checks, credit)
+		require.Equal(t, 1, tasks[0].Skipped, credit)
+		require.Equal(t, 21.0, total, credit)
+
+		gb := &report.Gradebook{Lab: "lab-x", Lang: "en", Tasks: grade.Columns(lab, "en"), MaxPoints: 21}
+		sub := &report.GradedSubmission{Student: "s", Outcome: report.OutcomeGraded, Score: total, MaxPoints: 21, Tasks: tasks, Report: rep}
+		var b bytes.Buffer
+		require.NoError(t, report.WriteFeedbackMarkdown(&b, gb, sub, false))
+		md := b.String()
+		require.Contains(t, md, "| 10 / 10 | ✓ passed (2/2 checks, 1 skipped) |", credit)
+		require.Contains(t, md, "  - - check b — skipped\n", "the skipped check is named under what passed")
+		require.NotContains(t, md, "What did not pass", credit)
+	}
+
+	// All of a task's checks skipped: nothing was checked, nothing earned,
+	// and the task says so.
+	rep = reportOf(lab, checkSet(map[string]report.Status{
+		"ready": report.Pass, "children": report.Pass, "a": report.Skipped, "b": report.Skipped, "c": report.Skipped,
+	}))
+	tasks, _ := grade.Score(lab, rep, grade.CreditTasks)
+	require.Equal(t, report.Skipped, tasks[0].Status)
+	require.Zero(t, tasks[0].Score)
+	require.Contains(t, tasks[0].Reason, "could run")
 }

@@ -263,6 +263,9 @@ func (l *Lab) Validate() error {
 			if st.Severity != "" && st.Severity != "warn" {
 				add("%s: severity %q: only warn", at, st.Severity)
 			}
+			if st.Why != nil && st.Severity != "warn" {
+				add("%s: why explains a warning: it needs severity warn", at)
+			}
 			if st.IsAssertion() {
 				if !checkIDPatten.MatchString(st.ID) {
 					add("%s: an assertion needs an id (lowercase, dashes)", at)

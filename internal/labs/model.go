@@ -32,7 +32,8 @@ type Lab struct {
 	Bindings map[string]any `json:"bindings,omitempty"`
 	Tasks    []Task         `json:"tasks"`
 	// Scenarios run in parallel, each in the run's namespace with its own
-	// objects; then the lab's cleanup scenario; then those marked final.
+	// objects; then those marked alone, one at a time; then the lab's
+	// cleanup scenario; then those marked final.
 	Scenarios []Scenario `json:"scenarios"`
 }
 
@@ -61,6 +62,10 @@ type Scenario struct {
 	// Final scenarios run after all others have finished, the cleanup
 	// included (operator health over the whole run).
 	Final bool `json:"final,omitempty"`
+	// Alone scenarios load the cluster (a writer in a tight loop): they run
+	// one at a time after the parallel ones, so that they do not starve
+	// the timed steps of the others.
+	Alone bool `json:"alone,omitempty"`
 	// Cleanup marks the lab's own cleanup (it deletes what the others
 	// made); it runs last, and not at all with --keep, whose point is to
 	// leave the objects for inspection.
@@ -82,11 +87,15 @@ type Step struct {
 	// Severity "warn" turns a failure into a warning: for what the course's
 	// solution files add beyond the lab text.
 	Severity string `json:"severity,omitempty"`
-	// Graded makes a warning of this step cost the task's points in
-	// `labctl grade`: verify only warns (students who followed the
-	// course's code are not failed), but a grader requires the evidence,
-	// e.g. that a Completed Backup really ran a backup.
-	Graded bool `json:"graded,omitempty"`
+	// Bug names the course's own bug (course catalogue §5, e.g. B1) this
+	// step probes: a grading policy can make all such steps strict.
+	Bug string `json:"bug,omitempty"`
+	// Hidden steps count as usual, but a student's feedback withholds
+	// their evidence (set by a grading policy).
+	Hidden bool `json:"hidden,omitempty"`
+	// Why a warning (severity warn): said with it instead of the default
+	// (the lab text does not require it, the course's solution files do).
+	Why *Text `json:"why,omitempty"`
 	// Gate stops the scenario when this assertion does not pass: the steps
 	// after it are reported as errors (not run) instead of cascading.
 	Gate bool `json:"gate,omitempty"`

@@ -20,7 +20,8 @@ var feedbackWords = map[string]map[string]string{
 		"deployFailed": "The project's manifests (config/default) could not be installed, so no task could be checked.",
 		"error":        "labctl could not grade this submission; this is not your score, your instructor will grade it again.",
 		"pass":         "passed", "warn": "passed with a warning", "fail": "failed", "skipped": "skipped", "errorStatus": "could not be checked",
-		"withheld": "hidden", "checks": "checks",
+		"withheld": "hidden", "checks": "checks", "why": "Why",
+		"policy": "Grading policy", "defaultPolicy": "the lab's defaults", "hiddenCheck": "a hidden check",
 	},
 	"ru": {
 		"feedback": "отзыв для", "score": "Баллы", "graded": "проверено", "task": "Задача", "points": "Баллы",
@@ -33,7 +34,8 @@ var feedbackWords = map[string]map[string]string{
 		"deployFailed": "Манифесты проекта (config/default) не удалось установить, поэтому ни одну задачу проверить не удалось.",
 		"error":        "labctl не смог проверить это решение; это не ваша оценка, преподаватель проверит его снова.",
 		"pass":         "пройдено", "warn": "пройдено с предупреждением", "fail": "не пройдено", "skipped": "пропущено", "errorStatus": "не удалось проверить",
-		"withheld": "скрыто", "checks": "проверок",
+		"withheld": "скрыто", "checks": "проверок", "why": "Причина",
+		"policy": "Правила оценки", "defaultPolicy": "по умолчанию для лабораторной", "hiddenCheck": "скрытая проверка",
 	},
 }
 
@@ -78,6 +80,9 @@ type Feedback struct {
 	// Message says why the submission was not fully graded; unset for
 	// build failures, whose BuildErrors say it.
 	Message string
+	// Policy names the grading policy applied (the lab's defaults when
+	// the instructor gave none).
+	Policy string
 	// Tasks are the visible tasks, in the lab's order (the table).
 	Tasks []FeedbackTask
 	// Passed are the visible tasks that passed; Failed those that did not
@@ -98,17 +103,22 @@ type FeedbackTask struct {
 	Score  float64
 	Points int
 	Status Status
-	// Passed of Checks checks passed.
-	Passed int
-	Checks int
+	// Passed of Checks checks passed; Skipped more could not run here
+	// (they neither earn nor cost points).
+	Passed  int
+	Checks  int
+	Skipped int
 	// Reason is set when a rule, not the count of checks, decided the score.
 	Reason string
 	// Verified: the task's checks ran; Hint and Evidence come from them.
 	Verified bool
 	Hint     string
-	// Evidence are the checks worth showing: the warnings of a task that
-	// passed, every check of one that did not.
+	// Evidence are the checks worth showing: the warnings and skipped
+	// checks of a task that passed, every check of one that did not.
 	Evidence []*Check
+	// Headline is the first check that really failed (not one a failed
+	// gate kept from running): why the task did not pass.
+	Headline *Check
 }
 
 // OutcomeText explains an outcome other than graded in one sentence
@@ -139,7 +149,10 @@ func (f *Feedback) HiddenText() string {
 // the score but show nothing unless reveal is set.
 func NewFeedback(g *Gradebook, s *GradedSubmission, reveal bool) *Feedback {
 	f := &Feedback{Lang: g.Lang, Lab: g.Lab, Title: g.Title, Student: s.Student, Score: s.Score, Max: s.MaxPoints,
-		Graded: s.Graded, Duration: time.Duration(s.Duration), Outcome: s.Outcome}
+		Graded: s.Graded, Duration: time.Duration(s.Duration), Outcome: s.Outcome, Policy: g.Policy}
+	if f.Policy == "" {
+		f.Policy = fbWord(f.Lang, "defaultPolicy")
+	}
 	if s.Outcome == OutcomeBuildFailed {
 		f.BuildErrors = s.BuildErrors
 	} else {
@@ -159,17 +172,19 @@ func NewFeedback(g *Gradebook, s *GradedSubmission, reveal bool) *Feedback {
 		}
 		ts, _ := s.Task(t.ID)
 		ft := FeedbackTask{ID: t.ID, Title: t.Title, Hidden: t.Hidden, Score: ts.Score, Points: t.Points, Status: ts.Status,
-			Passed: ts.Passed, Checks: ts.Checks, Reason: ts.Reason}
+			Passed: ts.Passed, Checks: ts.Checks, Skipped: ts.Skipped, Reason: ts.Reason}
 		rt := reportTask[t.ID]
 		if rt != nil {
-			ft.Verified, ft.Hint = true, rt.Hint
+			ft.Verified, ft.Hint, ft.Headline = true, rt.Hint, rt.Headline()
 		}
 		f.Tasks = append(f.Tasks, ft)
 		switch {
 		case ts.Status.Passed():
-			if ts.Status == Warn && rt != nil {
+			// Warnings, and checks that could not run (they cost nothing,
+			// but the student should know what was not checked).
+			if rt != nil {
 				for _, c := range rt.Checks {
-					if c.Status == Warn {
+					if (c.Status == Warn || c.Status == Skipped) && !c.Hidden {
 						ft.Evidence = append(ft.Evidence, c)
 					}
 				}
@@ -205,6 +220,7 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	case OutcomeDeployFailed, OutcomeTimeout, OutcomeError:
 		fmt.Fprintf(&b, "> %s\n\n", f.OutcomeText())
 	}
+	fmt.Fprintf(&b, "%s: %s\n\n", fbWord(lang, "policy"), mdInline(f.Policy))
 	if f.Message != "" {
 		fmt.Fprintf(&b, "> %s\n\n", mdInline(f.Message))
 	}
@@ -213,8 +229,12 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	fmt.Fprintf(&b, "| %s | %s | %s |\n|---|---:|---|\n", fbWord(lang, "task"), fbWord(lang, "points"), fbWord(lang, "result"))
 	for _, t := range f.Tasks {
 		result := Mark(t.Status) + " " + fbStatus(lang, t.Status)
-		if t.Checks > 1 {
-			result += fmt.Sprintf(" (%d/%d %s)", t.Passed, t.Checks, fbWord(lang, "checks"))
+		if t.Checks > 1 || t.Skipped > 0 {
+			result += fmt.Sprintf(" (%d/%d %s", t.Passed, t.Checks, fbWord(lang, "checks"))
+			if t.Skipped > 0 {
+				result += fmt.Sprintf(", %d %s", t.Skipped, fbWord(lang, "skipped"))
+			}
+			result += ")"
 		}
 		fmt.Fprintf(&b, "| %s %s | %s / %d | %s |\n", t.ID, mdCell(t.Title), FormatPoints(t.Score), t.Points, result)
 	}
@@ -228,7 +248,10 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	for _, t := range f.Passed {
 		line := fmt.Sprintf("- **%s** %s", t.ID, mdInline(t.Title))
 		for _, c := range t.Evidence {
-			line += fmt.Sprintf("\n  - ! %s: %s", mdInline(c.Title), mdInline(c.Message))
+			line += fmt.Sprintf("\n  - %s %s — %s", Mark(c.Status), mdInline(c.Title), fbStatus(lang, c.Status))
+			if c.Message != "" {
+				line += ": " + mdInline(c.Message)
+			}
 		}
 		passed = append(passed, line)
 	}
@@ -242,6 +265,8 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 		fmt.Fprintf(&failed, "### %s %s (%s / %d)\n\n", t.ID, mdInline(t.Title), FormatPoints(t.Score), t.Points)
 		if t.Reason != "" {
 			fmt.Fprintf(&failed, "%s\n\n", mdInline(t.Reason))
+		} else if h := t.Headline; h != nil && !h.Hidden {
+			fmt.Fprintf(&failed, "**%s:** %s — %s\n\n", fbWord(lang, "why"), mdInline(h.Title), mdInline(h.Message))
 		}
 		if t.Verified {
 			for _, c := range t.Evidence {
@@ -264,6 +289,10 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 }
 
 func writeFeedbackCheck(b *strings.Builder, lang string, c *Check) {
+	if c.Hidden {
+		fmt.Fprintf(b, "- %s *%s* — %s\n", Mark(c.Status), fbWord(lang, "hiddenCheck"), fbStatus(lang, c.Status))
+		return
+	}
 	fmt.Fprintf(b, "- %s **%s** — %s", Mark(c.Status), mdInline(c.Title), fbStatus(lang, c.Status))
 	if c.Message != "" && c.Status != Pass {
 		fmt.Fprintf(b, ": %s", mdInline(c.Message))

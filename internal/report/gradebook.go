@@ -23,6 +23,9 @@ type Gradebook struct {
 	// Credit is the scoring policy (checks: partial credit per task;
 	// tasks: all or nothing per task).
 	Credit string `json:"credit"`
+	// Policy names the instructor's grading policy applied ("" for the
+	// labs' defaults).
+	Policy string `json:"policy,omitempty"`
 	// Submissions are sorted by student.
 	Submissions []*GradedSubmission `json:"submissions"`
 	// Run describes the latest run of `labctl grade` that wrote the
@@ -113,9 +116,12 @@ type TaskScore struct {
 	Points int     `json:"points"`
 	Score  float64 `json:"score"`
 	Status Status  `json:"status"`
-	// Passed of Checks checks passed (pass or warn).
-	Passed int `json:"passed"`
-	Checks int `json:"checks"`
+	// Passed of Checks checks passed (pass or warn); Checks counts the
+	// checks that ran, Skipped those that could not run here (they
+	// neither earn nor cost points).
+	Passed  int `json:"passed"`
+	Checks  int `json:"checks"`
+	Skipped int `json:"skipped,omitempty"`
 	// Reason is set when a rule, not the count of checks, decided the
 	// score (a gate check failed).
 	Reason string `json:"reason,omitempty"`

@@ -126,3 +126,24 @@ func TestGradebookJSONRecordsTheRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, old.Run)
 }
+
+// The feedback names the grading policy, and a check the policy hides
+// counts but shows neither its title nor its evidence.
+func TestFeedbackPolicyAndHiddenChecks(t *testing.T) {
+	gb, sub := sampleGradebook()
+	var b bytes.Buffer
+	require.NoError(t, report.WriteFeedbackMarkdown(&b, gb, sub, false))
+	require.Contains(t, b.String(), "Grading policy: the lab's defaults")
+
+	gb.Policy = "strict section B"
+	sub.Report.Tasks[1].Checks[0].Hidden = true
+	b.Reset()
+	require.NoError(t, report.WriteFeedbackMarkdown(&b, gb, sub, false))
+	md := b.String()
+	require.Contains(t, md, "Grading policy: strict section B")
+	require.Contains(t, md, "### 3.1 BackupReady (0 / 10)")
+	require.Contains(t, md, "*a hidden check* — failed")
+	for _, secret := range []string{"The Backup has BackupReady=True", "no BackupReady condition", "BackupCompleted"} {
+		require.NotContains(t, md, secret)
+	}
+}

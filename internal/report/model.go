@@ -43,8 +43,11 @@ type Report struct {
 	Started  time.Time `json:"started"`
 	Duration Duration  `json:"duration"`
 	Status   Status    `json:"status"`
-	Summary  Summary   `json:"summary"`
-	Tasks    []*Task   `json:"tasks"`
+	// WriteLatency is the median write round trip measured at the start
+	// (timeouts stretch when it is slow); 0 when not measured.
+	WriteLatency Duration `json:"writeLatency,omitempty"`
+	Summary      Summary  `json:"summary"`
+	Tasks        []*Task  `json:"tasks"`
 	// Notes are facts about the run itself (cleanup left something behind,
 	// the namespace was kept).
 	Notes []string `json:"notes,omitempty"`
@@ -95,7 +98,10 @@ type Check struct {
 	// Logs is an excerpt of the operator's log.
 	Logs []string `json:"logs,omitempty"`
 	// Notes are further facts (e.g. why a conflict could not be provoked).
-	Notes    []string `json:"notes,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	// Hidden checks count, but a student's feedback withholds their
+	// title and evidence (a grading policy's choice).
+	Hidden   bool     `json:"hidden,omitempty"`
 	Duration Duration `json:"duration"`
 }
 
@@ -171,6 +177,31 @@ func TaskStatus(checks []*Check) Status {
 		return Warn
 	}
 	return Pass
+}
+
+// Headline is the check that says why a task did not pass: its first
+// failed check, else the first that could not decide for a reason of its
+// own (not one that never ran because a gate before it failed: that
+// gate's result is the reason); nil when none did not pass.
+func (t *Task) Headline() *Check {
+	var firstError, anyError *Check
+	for _, c := range t.Checks {
+		switch c.Status {
+		case Fail:
+			return c
+		case Error:
+			if anyError == nil {
+				anyError = c
+			}
+			if firstError == nil && !strings.HasPrefix(c.Message, "not run: ") {
+				firstError = c
+			}
+		}
+	}
+	if firstError != nil {
+		return firstError
+	}
+	return anyError
 }
 
 // FailedTasks lists the IDs of the tasks that did not pass.

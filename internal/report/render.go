@@ -290,9 +290,6 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			for _, n := range c.Notes {
 				fmt.Fprintf(&text, "  note: %s\n", xmlSafe(n))
 			}
-			if !c.Status.Passed() && first == "" && c.Status != Skipped {
-				first = xmlSafe(CleanLine(c.Message))
-			}
 			if c.Status != Pass && !t.Hidden {
 				for _, l := range c.Events {
 					fmt.Fprintf(&text, "  event: %s\n", xmlSafe(l))
@@ -304,6 +301,9 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		}
 		if t.Hint != "" && !t.Status.Passed() {
 			fmt.Fprintf(&text, "hint: %s\n", xmlSafe(t.Hint))
+		}
+		if h := t.Headline(); h != nil {
+			first = xmlSafe(CleanLine(h.Message))
 		}
 		msg := &junitMessage{Message: first, Text: text.String()}
 		switch t.Status {

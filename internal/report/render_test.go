@@ -145,3 +145,21 @@ func TestClean(t *testing.T) {
 	}
 	assert.Equal(t, "a b c", CleanLine("a\nb\tc"))
 }
+
+// A task's headline is its first real failure, not a check that never ran
+// because a gate before it failed.
+func TestTaskHeadline(t *testing.T) {
+	task := &Task{Checks: []*Check{
+		{ID: "a", Status: Pass},
+		{ID: "b", Status: Error, Message: "not run: gate did not pass"},
+		{ID: "c", Status: Error, Message: "the API refused the dry run"},
+		{ID: "d", Status: Fail, Message: "the operator is forbidden to list backups"},
+	}}
+	require.Equal(t, "d", task.Headline().ID)
+	task.Checks = task.Checks[:3]
+	require.Equal(t, "c", task.Headline().ID)
+	task.Checks = task.Checks[:2]
+	require.Equal(t, "b", task.Headline().ID)
+	task.Checks = task.Checks[:1]
+	require.Nil(t, task.Headline())
+}

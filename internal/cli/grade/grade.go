@@ -16,6 +16,7 @@ import (
 	"github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/policy"
 	"github.com/labctl/labctl/internal/userr"
 	labsfs "github.com/labctl/labctl/labs"
 )
@@ -46,6 +47,8 @@ type Options struct {
 	Opener Opener
 
 	jobsSet bool // --jobs given: 0 then is a mistake, not "choose for me"
+	// Policy is the instructor's grading policy file.
+	Policy string
 }
 
 // NewCommand returns the grade command; runF replaces the work in tests of
@@ -115,6 +118,7 @@ that student's row.`,
 	cmd.Flags().StringVar(&o.Out, "out", "", "output directory (default grades/LAB)")
 	cmd.Flags().BoolVar(&o.RevealHidden, "reveal-hidden", false, "show hidden tasks' checks in the students' feedback")
 	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditTasks), "scoring: tasks (a task's points when it passes) or checks (a task's points times the share of its checks that passed)")
+	cmd.Flags().StringVar(&o.Policy, "policy", "", "grading policy (YAML): per lab, step severity (fail, warn, hidden), points per task, course bugs; default: the lab's own")
 	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles, hints and feedback: en or ru (default from LANG)")
 	cmd.Flags().BoolVar(&o.Open, "open", false, "open report.html in the browser when grading ends")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "prebuilt etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
@@ -141,6 +145,17 @@ func Run(ctx context.Context, o *Options) error {
 	lab, ok := labs.Find(all, o.Lab)
 	if !ok {
 		return userr.Usage(fmt.Sprintf("no lab %q", o.Lab), "labs: "+strings.Join(labs.IDs(all), ", "))
+	}
+	policyName := ""
+	if o.Policy != "" {
+		pol, err := policy.Load(o.Policy)
+		if err != nil {
+			return err
+		}
+		if lab, err = pol.Apply(lab); err != nil {
+			return err
+		}
+		policyName = pol.Name
 	}
 	if o.Jobs < 0 || o.jobsSet && o.Jobs == 0 {
 		return userr.Usage("--jobs must be 1 or more", "omit it to let labctl choose")
@@ -178,6 +193,7 @@ func Run(ctx context.Context, o *Options) error {
 		Version:      o.f.Version,
 
 		UnsafeNoSandbox: o.UnsafeNoSandbox,
+		Policy:          policyName,
 	})
 	if o.Open && gb != nil && ctx.Err() == nil { // graded, not interrupted
 		openReport(o, out)

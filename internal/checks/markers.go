@@ -1,0 +1,138 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/parser"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/labctl/labctl/internal/report"
+)
+
+func init() {
+	Register(Definition{
+		Name:   "rbac-marker",
+		Doc:    "the file of a reconciler (its Reconcile method) has a +kubebuilder:rbac marker granting verbs on a resource",
+		Params: func() any { return &rbacMarkerParams{} },
+		Run:    runRBACMarker,
+	})
+}
+
+type rbacMarkerParams struct {
+	// Reconciler is the type whose Reconcile method's file must carry the
+	// marker (DatabaseReconciler).
+	Reconciler string   `json:"reconciler"`
+	Group      string   `json:"group"`
+	Resource   string   `json:"resource"`
+	Verbs      []string `json:"verbs"`
+}
+
+func (p *rbacMarkerParams) Validate() error {
+	if p.Reconciler == "" || p.Resource == "" || len(p.Verbs) == 0 {
+		return errors.New("needs reconciler, resource and verbs")
+	}
+	return nil
+}
+
+// rbacMarker is one +kubebuilder:rbac line: groups, resources and verbs
+// (each ;-separated in the source).
+type rbacMarker struct {
+	groups, resources, verbs []string
+	at                       string
+}
+
+func parseRBACMarker(text string) (rbacMarker, bool) {
+	body, ok := strings.CutPrefix(strings.TrimSpace(text), "+kubebuilder:rbac:")
+	if !ok {
+		return rbacMarker{}, false
+	}
+	var m rbacMarker
+	for _, kv := range strings.Split(body, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+		vals := strings.Split(strings.Trim(v, `"`), ";")
+		switch k {
+		case "groups":
+			m.groups = vals
+		case "resources":
+			m.resources = vals
+		case "verbs":
+			m.verbs = vals
+		}
+	}
+	return m, true
+}
+
+// grants reports whether the marker grants every verb on group/resource
+// (kubebuilder writes the core group as "core" or "").
+func (m rbacMarker) grants(group, resource string, verbs []string) bool {
+	groupOK := slices.Contains(m.groups, group) || slices.Contains(m.groups, "*") ||
+		(group == "" && slices.Contains(m.groups, "core"))
+	if !groupOK || !(slices.Contains(m.resources, resource) || slices.Contains(m.resources, "*")) {
+		return false
+	}
+	for _, v := range verbs {
+		if !slices.Contains(m.verbs, v) && !slices.Contains(m.verbs, "*") {
+			return false
+		}
+	}
+	return true
+}
+
+// runRBACMarker reads the markers of the reconciler's own file: the lab
+// asks for the marker on that reconciler, and a check of the resulting
+// ClusterRole alone cannot tell it from another controller's marker
+// granting the same verbs (which goes away with that controller).
+func runRBACMarker(_ context.Context, c *Context, params any) Outcome {
+	p := params.(*rbacMarkerParams)
+	proj, out, ok := c.project()
+	if !ok {
+		return out
+	}
+	var file *goFile
+	for _, fn := range proj.funcs {
+		if strings.TrimPrefix(fn.recv, "*") == p.Reconciler && fn.name == "Reconcile" {
+			file = fn.file
+			break
+		}
+	}
+	want := fmt.Sprintf("+kubebuilder:rbac:groups=%s,resources=%s,verbs=%s", p.Group, p.Resource, strings.Join(p.Verbs, ";"))
+	if file == nil {
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("no Reconcile method of %s was found in the project", p.Reconciler),
+			Expected: want + " beside (" + p.Reconciler + ").Reconcile"}
+	}
+	// The project is parsed without comments: read this file's again.
+	withComments, err := parser.ParseFile(proj.fset, filepath.Join(proj.dir, filepath.FromSlash(file.rel)), nil, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return errorf("reading %s: %v", file.rel, oneLine(err))
+	}
+	var markers []rbacMarker
+	for _, cg := range withComments.Comments {
+		for _, cm := range cg.List {
+			text := strings.TrimPrefix(strings.TrimPrefix(cm.Text, "//"), "/*")
+			if m, ok := parseRBACMarker(text); ok {
+				m.at = proj.pos(cm)
+				markers = append(markers, m)
+			}
+		}
+	}
+	var onResource []string
+	for _, m := range markers {
+		if m.grants(p.Group, p.Resource, p.Verbs) {
+			return pass("%s has the marker for %s (%s)", file.rel, p.Resource, m.at)
+		}
+		if slices.Contains(m.resources, p.Resource) {
+			onResource = append(onResource, fmt.Sprintf("%s: groups=%s verbs=%s", m.at, strings.Join(m.groups, ";"), strings.Join(m.verbs, ";")))
+		}
+	}
+	observed := fmt.Sprintf("%d +kubebuilder:rbac marker(s) in %s, none for %s", len(markers), file.rel, p.Resource)
+	if len(onResource) > 0 {
+		observed = "markers for " + p.Resource + " without every verb: " + strings.Join(onResource, "; ")
+	}
+	return Outcome{Status: report.Fail,
+		Message:  fmt.Sprintf("%s (the file of %s) has no RBAC marker granting %s on %s: the %s controller's own permissions must not depend on another controller's markers", file.rel, p.Reconciler, strings.Join(p.Verbs, ", "), p.Resource, strings.TrimSuffix(p.Reconciler, "Reconciler")),
+		Expected: want + " in " + file.rel + ", then make manifests",
+		Observed: observed}
+}
