@@ -72,6 +72,7 @@ func TestValidateFindsMistakes(t *testing.T) {
 		"bad path":           {"path: spec.replicas,", `path: "spec[x]",`, "selector"},
 		"bad task id":        {`- id: "1.1"`, `- id: "one"`, "as numbered in the lab text"},
 		"missing russian":    {"title: {en: a, ru: а}", "title: {en: a}", "title needs en and ru"},
+		"bad propagation":    {"  steps:\n", "  steps:\n  - delete: {ref: statefulset/x, propagation: Sideways}\n", `propagation "Sideways"`},
 		"action with tasks":  {"    expect:\n      ref: statefulset/x\n      eventually: [{path: spec.replicas, equals: 1}]", "    delete: {ref: statefulset/x}", "is an action"},
 	}
 	for name, c := range cases {
