@@ -167,13 +167,9 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			return err
 		}
 		s.setDeleted(ref, obj.GetUID())
-		policy := metav1.DeletePropagationBackground
-		if step.Delete.Propagation != "" {
-			policy = metav1.DeletionPropagation(step.Delete.Propagation)
-		}
 		return res.Delete(ctx, ref.Name, metav1.DeleteOptions{
 			Preconditions:     &metav1.Preconditions{UID: ptrTo(obj.GetUID())},
-			PropagationPolicy: &policy,
+			PropagationPolicy: ptrTo(metav1.DeletePropagationBackground),
 		})
 	}
 	return fmt.Errorf("unknown action %q", step.Kind())

@@ -16,7 +16,7 @@ import (
 func TestEmbeddedLabsLoad(t *testing.T) {
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-8.2"}, labs.IDs(all))
+	assert.Equal(t, []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-8.2"}, labs.IDs(all))
 	for _, l := range all {
 		assert.Positive(t, l.MaxPoints(), l.ID)
 		assert.NotEmpty(t, l.Title.RU, l.ID)
@@ -72,7 +72,6 @@ func TestValidateFindsMistakes(t *testing.T) {
 		"bad path":           {"path: spec.replicas,", `path: "spec[x]",`, "selector"},
 		"bad task id":        {`- id: "1.1"`, `- id: "one"`, "as numbered in the lab text"},
 		"missing russian":    {"title: {en: a, ru: а}", "title: {en: a}", "title needs en and ru"},
-		"bad propagation":    {"  steps:\n", "  steps:\n  - delete: {ref: statefulset/x, propagation: Sideways}\n", `propagation "Sideways"`},
 		"action with tasks":  {"    expect:\n      ref: statefulset/x\n      eventually: [{path: spec.replicas, equals: 1}]", "    delete: {ref: statefulset/x}", "is an action"},
 	}
 	for name, c := range cases {

@@ -341,11 +341,6 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 		default:
 			ref(st.Delete.Ref)
 		}
-		switch st.Delete.Propagation {
-		case "", "Background", "Foreground", "Orphan":
-		default:
-			add("%s: propagation %q: Background, Foreground or Orphan", at, st.Delete.Propagation)
-		}
 	case st.Wait != nil:
 		ref(st.Wait.Ref)
 		if (len(st.Wait.Eventually) == 0) == (st.Wait.Quiet == nil) || (st.Wait.Mode() != "eventually" && st.Wait.Mode() != "") {

@@ -149,11 +149,6 @@ type Patch struct {
 type Delete struct {
 	Ref Ref    `json:"ref,omitempty"`
 	All string `json:"all,omitempty"`
-	// Propagation is the deletion's propagation policy: Background (the
-	// default, as kubectl), Foreground or Orphan. Orphan leaves the
-	// dependents to the owner's own finalizer: the garbage collector only
-	// removes their owner references.
-	Propagation string `json:"propagation,omitempty"`
 }
 
 // Expect observes one object through a watch.
