@@ -55,6 +55,8 @@ type stateSpec struct {
 	// Time is a path to a timestamp in the object (RFC 3339), compared at
 	// second precision; unset: the time labctl observed the state.
 	Time string `json:"time,omitempty"`
+	// Since names a step's mark: only states observed from then on count.
+	Since string `json:"since,omitempty"`
 }
 
 type orderedParams struct {
@@ -96,6 +98,12 @@ func runOrdered(_ context.Context, c *Context, params any) Outcome {
 	then, ok2 := c.History(p.Then.Ref)
 	if !ok1 || !ok2 {
 		return errorf("the scenario must record %s and %s", p.First.Ref, p.Then.Ref)
+	}
+	var err1, err2 error
+	first, err1 = sinceMark(c, first, p.First.Since)
+	then, err2 = sinceMark(c, then, p.Then.Since)
+	if err := errors.Join(err1, err2); err != nil {
+		return errorf("%v", err)
 	}
 	firstWant, thenWant := DescribeAssertions(p.First.When), DescribeAssertions(p.Then.When)
 	firstAt := -1
@@ -344,6 +352,8 @@ func runOperatorMade(ctx context.Context, c *Context, params any) Outcome {
 type observedParams struct {
 	Ref  labs.Ref         `json:"ref"`
 	When []labs.Assertion `json:"when"`
+	// Since names a step's mark: only states observed from then on count.
+	Since string `json:"since,omitempty"`
 }
 
 func (p *observedParams) Validate() error {
@@ -358,6 +368,10 @@ func runObserved(_ context.Context, c *Context, params any) Outcome {
 	states, ok := c.History(p.Ref)
 	if !ok {
 		return errorf("the scenario must record %s", p.Ref)
+	}
+	states, err := sinceMark(c, states, p.Since)
+	if err != nil {
+		return errorf("%v", err)
 	}
 	want := DescribeAssertions(p.When)
 	var seen []string

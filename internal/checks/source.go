@@ -594,6 +594,9 @@ type fieldIndexParams struct {
 	// List is the list type task's helper lists (DatabaseList); at least
 	// one MatchingFields query on it must exist.
 	List string `json:"list"`
+	// Field, when set, must be indexed with IndexField and queried with
+	// MatchingFields (lab 4.3: spec.image).
+	Field string `json:"field,omitempty"`
 }
 
 func (p *fieldIndexParams) Validate() error {
@@ -699,6 +702,11 @@ func runFieldIndex(_ context.Context, c *Context, params any) Outcome {
 			Message:  "client.MatchingFields queries a field that has no index, so the cached List fails at run time (\"index ... does not exist\"): " + strings.Join(missing, "; "),
 			Expected: "mgr.GetFieldIndexer().IndexField(ctx, &Object{}, key, extractor) for every MatchingFields key",
 			Observed: observed}
+	}
+	if p.Field != "" {
+		if out, ok := fieldIndexedAndQueried(p.Field, indexed, uses); !ok {
+			return out
+		}
 	}
 	return pass("every client.MatchingFields key has an index registered with IndexField: %s", strings.Join(uniq(fine), ", "))
 }

@@ -117,7 +117,8 @@ var mutants = []struct {
 	{"status-without-endpoint", "lab-3.3", []string{"5.1"}},
 	{"no-owns-service", "lab-3.3", []string{"6.1"}},
 	{"password-regenerated", "lab-3.3", []string{"8.1"}},
-	{"secret-not-owned", "lab-3.3", []string{"2.2", "cleanup"}},
+	{"secret-not-owned", "lab-3.3", []string{"2.2"}}, // the finalizer's cleanup deletes the Secret even without an owner reference
+	{"finalizer-left-on-delete", "lab-3.3", []string{"cleanup"}},
 	{"replicas-never-updated", "lab-3.3", []string{"8.2"}},
 	{"no-owns-statefulset", "lab-3.4", []string{"4.1", "4.2", "6.3"}},
 	{"no-owns-secret", "lab-3.4", []string{"4.1"}},
@@ -125,9 +126,29 @@ var mutants = []struct {
 	{"no-conflict-retry", "lab-3.4", []string{"3.1", "3.2"}},
 	{"retry-loses-change", "lab-3.4", []string{"3.1", "3.2", "6.2"}},
 	{"missing-field-index", "lab-3.4", []string{"5.1"}},
-	{"no-owner-reference", "lab-3.4", []string{"4.1", "4.2", "6.3", "cleanup"}},
+	{"no-owner-reference", "lab-3.4", []string{"4.1", "4.2", "6.3"}}, // the finalizer's cleanup deletes the children even without owner references
+	{"deletion-never-finishes", "lab-3.4", []string{"cleanup"}},
 	{"list-helpers-missing", "lab-3.4", []string{"1.1", "1.2"}},
 	{"merge-patch-after-change", "lab-3.4", []string{"2.1", "2.2", "4.1", "4.2", "6.1", "6.2"}},
+	{"no-observed-generation-field", "lab-4.1", []string{"1.1"}},
+	{"progressing-never-complete", "lab-4.1", []string{"4.3", "5.1"}},
+	{"scaling-reported-as-creating", "lab-4.1", []string{"5.1"}},
+	{"condition-without-observed-generation", "lab-4.1", []string{"5.2"}},
+	{"no-finalizer", "lab-4.2", []string{"3.2", "4.2"}},
+	{"finalizer-never-removed", "lab-4.2", []string{"3.4", "4.2", "5.2"}},
+	{"cleanup-failure-silent", "lab-4.2", []string{"4.2"}},
+	{"cleanup-not-idempotent", "lab-4.2", []string{"4.2"}},
+	{"statefulset-delete-filtered", "lab-4.3", []string{"1.2"}},
+	{"no-secret-watch", "lab-4.3", []string{"2.2"}},
+	{"no-image-index", "lab-4.3", []string{"3.1"}},
+	{"image-ignored", "lab-4.3", []string{"3.3"}},
+	{"no-statefulset-predicate", "lab-4.3", []string{"4.1"}},
+	{"db-replicas-never-scaled", "lab-4.3", []string{"5.2"}},
+	{"phase-enum-without-new-phases", "lab-4.4", []string{"1.0", "3.2", "3.3", "5.1"}},
+	{"progressing-left-true", "lab-4.4", []string{"3.2"}},
+	{"configuring-skipped", "lab-4.4", []string{"3.3"}},
+	{"ready-before-replicas", "lab-4.4", []string{"3.3"}},
+	{"missing-statefulset-recreated-silently", "lab-4.4", []string{"5.1"}},
 	{"project-without-backup", "lab-8.2", []string{"1.1"}},
 	{"retention-unvalidated", "lab-8.2", []string{"1.2"}},
 	{"stale-backup-crd", "lab-8.2", []string{"1.2", "1.3", "4.2"}},
@@ -160,6 +181,9 @@ var courseVariants = []struct{ name, lab string }{
 	{"module3-phase-enum", "lab-3.2"},
 	{"always-patch-replicas", "lab-3.3"},
 	{"always-patch-replicas", "lab-3.4"},
+	{"finalizer-before-deletion-check", "lab-4.2"},
+	{"secret-map-func", "lab-4.3"},
+	{"requeue-for-visualisation", "lab-4.4"},
 	{"polling-simulated-backup", "lab-8.2"},
 }
 
@@ -177,7 +201,7 @@ func TestHonesty(t *testing.T) {
 		// controller reference, which the cleanup checks accept as the
 		// collector's job. That costs this run a few seconds of waiting,
 		// less than waiting for the collector.
-		for _, lab := range []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-8.2"} {
+		for _, lab := range []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-8.2"} {
 			rep := verify(t, lab, op, dir)
 			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
 		}

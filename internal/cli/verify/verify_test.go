@@ -70,7 +70,7 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		})
 	}
 	err := Run(context.Background(), &Options{f: f, Lab: "9.9", Output: "table"})
-	assert.Contains(t, userr.Message(err), "lab-3.4, lab-8.2")
+	assert.Contains(t, userr.Message(err), "lab-4.4, lab-8.2")
 }
 
 func TestLang(t *testing.T) {

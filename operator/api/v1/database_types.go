@@ -75,7 +75,7 @@ type DatabaseStatus struct {
 	// Phase is the current phase of the database.
 	// +kubebuilder:validation:Enum=Pending;Provisioning;Configuring;Deploying;Verifying;Ready;Failed
 	// +optional
-	Phase string `json:"phase,omitempty"`
+	Phase DatabasePhase `json:"phase,omitempty"`
 
 	// Ready is true when every replica is ready.
 	// +optional

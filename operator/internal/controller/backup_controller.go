@@ -197,7 +197,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	if err != nil || db.Status.Phase != PhaseReady {
+	if err != nil || db.Status.Phase != databasev1.DatabasePhaseReady {
 		reason, message := ReasonDatabaseNotFound, fmt.Sprintf("Database %s not found", backup.Spec.DatabaseRef.Name)
 		if err == nil {
 			reason = ReasonDatabaseNotReady

@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -42,32 +44,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	databasev1 "github.com/example/postgres-operator/api/v1"
-)
-
-// Database phases (status.phase).
-const (
-	PhasePending      = "Pending"
-	PhaseProvisioning = "Provisioning"
-	PhaseDeploying    = "Deploying"
-	PhaseReady        = "Ready"
-	PhaseFailed       = "Failed"
-)
-
-// Database condition types and reasons.
-const (
-	ConditionReady       = "Ready"
-	ConditionProgressing = "Progressing"
-
-	ReasonWaitingForBackup          = "WaitingForBackup"
-	ReasonCreating                  = "Creating"
-	ReasonScaling                   = "Scaling"
-	ReasonReconciliationComplete    = "ReconciliationComplete"
-	ReasonAllReplicasReady          = "AllReplicasReady"
-	ReasonReplicasNotReady          = "ReplicasNotReady"
-	ReasonSecretCreationFailed      = "SecretCreationFailed"
-	ReasonStatefulSetCreationFailed = "StatefulSetCreationFailed"
-	ReasonServiceCreationFailed     = "ServiceCreationFailed"
-	ReasonRetrying                  = "Retrying"
 )
 
 const (
@@ -83,6 +59,9 @@ const (
 	// ownerNameField indexes Databases by the names of their owners
 	// (metadata.ownerReferences[*].name); findDatabasesByOwner queries it.
 	ownerNameField = ".metadata.ownerReferences.name"
+	// imageField indexes Databases by spec.image (lab 4.3);
+	// findDatabasesByImage queries it.
+	imageField = "spec.image"
 )
 
 // DatabaseReconciler reconciles a Database object
@@ -109,28 +88,35 @@ type DatabaseReconciler struct {
 
 // Reconcile moves a Database towards its desired state: credentials Secret,
 // StatefulSet and Service exist and match the spec, and the status tells how far
-// the rollout is. Every child is watched, so the loop never polls.
+// the rollout is. Every child is watched, so the loop never polls. A deleted
+// Database is held by its finalizer until its children are gone.
 func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	db := &databasev1.Database{}
 	if err := r.Get(ctx, req.NamespacedName, db); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !db.DeletionTimestamp.IsZero() {
-		// The children carry controller owner references: the garbage collector
-		// deletes them (the PVCs of the StatefulSet stay, as with any StatefulSet).
-		return ctrl.Result{}, nil
+		return r.handleDeletion(ctx, db)
+	}
+	if err := r.ensureFinalizer(ctx, db); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileWithStateMachine(ctx, db)
 }
 
-// reconcileWithStateMachine runs the Database state machine:
+// reconcileWithStateMachine runs the Database state machine, one step per
+// pass; each step writes the next phase to the status, whose watch event
+// starts the next pass at once:
 //
-//	Pending --(backupRef ready)--> Provisioning --(StatefulSet exists)--> Deploying
-//	Deploying --(readyReplicas == replicas)--> Ready --(replicas not ready)--> Deploying
-//	any --(child cannot be created or updated)--> Failed --(next attempt)--> ...
+//	Pending --(backupRef ready)--> Provisioning: Secret and StatefulSet
+//	Provisioning --> Configuring: Service
+//	Configuring --> Deploying --(readyReplicas == replicas)--> Verifying
+//	Verifying --(children there, replicas ready)--> Ready
+//	Ready --(StatefulSet deleted)--> Provisioning
+//	Ready --(replicas not ready, e.g. scaling)--> Deploying
+//	any --(child cannot be created or updated)--> Failed --(next attempt)--> Provisioning
 //
-// Each pass ensures all children, then derives the phase from what it observed,
-// so a phase is never skipped because a watch event was missed.
+// Deploying, Verifying and Ready also correct any drift of the children.
 func (r *DatabaseReconciler) reconcileWithStateMachine(ctx context.Context, db *databasev1.Database) (ctrl.Result, error) {
 	log := logf.FromContext(ctx).WithValues("database", db.Name)
 	ctx = logf.IntoContext(ctx, log)
@@ -138,7 +124,7 @@ func (r *DatabaseReconciler) reconcileWithStateMachine(ctx context.Context, db *
 
 	current := db.Status.Phase
 	if current == "" {
-		current = PhasePending
+		current = databasev1.DatabasePhasePending
 	}
 
 	sts := &appsv1.StatefulSet{}
@@ -150,74 +136,143 @@ func (r *DatabaseReconciler) reconcileWithStateMachine(ctx context.Context, db *
 
 	// Lab 8.2: with spec.backupRef the Database waits, before anything is
 	// provisioned, for the referenced Backup's BackupReady condition.
-	if !stsExists && (current == PhasePending || current == PhaseProvisioning) {
+	if !stsExists && (current == databasev1.DatabasePhasePending || current == databasev1.DatabasePhaseProvisioning) {
 		ready, message, err := r.checkBackupStatus(ctx, db)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if !ready {
-			if !isConditionReason(db, ConditionProgressing, ReasonWaitingForBackup) {
-				r.event(db, corev1.EventTypeNormal, ReasonWaitingForBackup, "Wait", "%s", message)
+			if !isConditionReason(db, databasev1.ConditionProgressing, databasev1.ReasonWaitingForBackup) {
+				r.event(db, corev1.EventTypeNormal, databasev1.ReasonWaitingForBackup, "Wait", "%s", message)
 			}
-			db.Status.Phase = PhasePending
+			db.Status.Phase = databasev1.DatabasePhasePending
 			db.Status.Ready = false
-			r.setCondition(db, ConditionProgressing, metav1.ConditionFalse, ReasonWaitingForBackup, message)
-			r.setCondition(db, ConditionReady, metav1.ConditionFalse, ReasonWaitingForBackup, message)
+			r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionFalse, databasev1.ReasonWaitingForBackup, message)
+			r.setCondition(db, databasev1.ConditionReady, metav1.ConditionFalse, databasev1.ReasonWaitingForBackup, message)
 			// No requeue: the Backup watch (see SetupWithManager) brings us back
 			// the moment the Backup changes.
 			return ctrl.Result{}, r.updateStatus(ctx, base, db)
 		}
 	}
 
-	if err := r.reconcileSecret(ctx, db); err != nil {
-		return r.fail(ctx, base, db, ReasonSecretCreationFailed, err)
-	}
-	sts, created, err := r.reconcileStatefulSet(ctx, db)
-	if err != nil {
-		return r.fail(ctx, base, db, ReasonStatefulSetCreationFailed, err)
-	}
-	if err := r.reconcileService(ctx, db); err != nil {
-		return r.fail(ctx, base, db, ReasonServiceCreationFailed, err)
-	}
-
 	desired := desiredReplicas(db)
-	ready := sts.Status.ReadyReplicas
-	readyMsg := fmt.Sprintf("%d/%d replicas ready", ready, desired)
+	readyMsg := func() string { return fmt.Sprintf("%d/%d replicas ready", sts.Status.ReadyReplicas, desired) }
+	notReady := func(reason, message string) {
+		db.Status.Ready = false
+		r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+		r.setCondition(db, databasev1.ConditionReady, metav1.ConditionFalse, databasev1.ReasonReplicasNotReady, readyMsg())
+	}
 	db.Status.SecretName = secretName(db)
 	db.Status.Endpoint = fmt.Sprintf("%s.%s.svc.cluster.local:%d", db.Name, db.Namespace, postgresPort)
 
-	switch {
-	case created:
-		db.Status.Phase = PhaseProvisioning
-		db.Status.Ready = false
-		r.setCondition(db, ConditionProgressing, metav1.ConditionTrue, ReasonCreating, "Creating StatefulSet "+sts.Name)
-		r.setCondition(db, ConditionReady, metav1.ConditionFalse, ReasonReplicasNotReady, readyMsg)
-		r.event(db, corev1.EventTypeNormal, "Created", "Create",
-			"Created Secret %s, StatefulSet %s and Service %s", secretName(db), db.Name, db.Name)
-	case ready == desired:
-		db.Status.Phase = PhaseReady
-		db.Status.Ready = true
-		r.setCondition(db, ConditionProgressing, metav1.ConditionFalse, ReasonReconciliationComplete, "Reconciliation complete")
-		r.setCondition(db, ConditionReady, metav1.ConditionTrue, ReasonAllReplicasReady, readyMsg)
-		if current != PhaseReady {
-			log.Info("Database is now READY!", "replicas", desired)
-			r.event(db, corev1.EventTypeNormal, "Ready", "Reconcile", "Database is ready: %s", readyMsg)
+	switch current {
+	case databasev1.DatabasePhasePending:
+		db.Status.Phase = databasev1.DatabasePhaseProvisioning
+		notReady(databasev1.ReasonProvisioning, "Provisioning the Secret and the StatefulSet")
+
+	case databasev1.DatabasePhaseProvisioning, databasev1.DatabasePhaseFailed:
+		if err := r.reconcileSecret(ctx, db); err != nil {
+			return r.fail(ctx, base, db, databasev1.ReasonSecretCreationFailed, err)
 		}
-	default:
-		reason := ReasonCreating
-		if current == PhaseReady || isConditionReason(db, ConditionProgressing, ReasonScaling) {
-			reason = ReasonScaling
+		var created bool
+		if sts, created, err = r.reconcileStatefulSet(ctx, db); err != nil {
+			return r.fail(ctx, base, db, databasev1.ReasonStatefulSetCreationFailed, err)
 		}
-		db.Status.Phase = PhaseDeploying
-		db.Status.Ready = false
-		r.setCondition(db, ConditionProgressing, metav1.ConditionTrue, reason, "Waiting for replicas: "+readyMsg)
-		r.setCondition(db, ConditionReady, metav1.ConditionFalse, ReasonReplicasNotReady, readyMsg)
+		if created {
+			r.event(db, corev1.EventTypeNormal, "Created", "Create",
+				"Created Secret %s and StatefulSet %s", secretName(db), db.Name)
+		}
+		db.Status.Phase = databasev1.DatabasePhaseConfiguring
+		notReady(databasev1.ReasonConfiguring, "Configuring the Service")
+
+	case databasev1.DatabasePhaseConfiguring:
+		if err := r.reconcileService(ctx, db); err != nil {
+			return r.fail(ctx, base, db, databasev1.ReasonServiceCreationFailed, err)
+		}
+		db.Status.Phase = databasev1.DatabasePhaseDeploying
+		notReady(databasev1.ReasonCreating, "Waiting for replicas: "+readyMsg())
+
+	default: // Deploying, Verifying, Ready, or a phase this operator does not know
+		if !stsExists {
+			log.Info("StatefulSet missing, provisioning it again")
+			db.Status.Phase = databasev1.DatabasePhaseProvisioning
+			db.Status.Ready = false
+			r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionTrue, databasev1.ReasonProvisioning, "StatefulSet "+db.Name+" is missing")
+			r.setCondition(db, databasev1.ConditionReady, metav1.ConditionFalse, databasev1.ReasonStatefulSetMissing, "StatefulSet "+db.Name+" is missing")
+			break
+		}
+		if err := r.reconcileChildren(ctx, db, &sts); err != nil {
+			return r.fail(ctx, base, db, reasonOf(err), err)
+		}
+		allReady := sts.Status.ReadyReplicas == desired
+		switch {
+		case !allReady:
+			reason := databasev1.ReasonCreating
+			if current == databasev1.DatabasePhaseReady || isConditionReason(db, databasev1.ConditionProgressing, databasev1.ReasonScaling) {
+				reason = databasev1.ReasonScaling
+			}
+			db.Status.Phase = databasev1.DatabasePhaseDeploying
+			notReady(reason, "Waiting for replicas: "+readyMsg())
+		case current == databasev1.DatabasePhaseDeploying:
+			db.Status.Phase = databasev1.DatabasePhaseVerifying
+			notReady(databasev1.ReasonVerifying, "Verifying the Secret, the Service and "+readyMsg())
+		default: // Verifying passed, or still Ready
+			db.Status.Phase = databasev1.DatabasePhaseReady
+			db.Status.Ready = true
+			r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionFalse, databasev1.ReasonReconciliationComplete, "Reconciliation complete")
+			r.setCondition(db, databasev1.ConditionReady, metav1.ConditionTrue, databasev1.ReasonAllReplicasReady, readyMsg())
+			if current != databasev1.DatabasePhaseReady {
+				fields := []any{"replicas", desired}
+				// Through the spec.image index: how many Databases of the
+				// namespace share this image (what an image upgrade would touch).
+				if same, err := r.findDatabasesByImage(ctx, db.Namespace, db.Spec.Image); err == nil {
+					fields = append(fields, "image", db.Spec.Image, "databasesWithImage", len(same.Items))
+				}
+				log.Info("Database is now READY!", fields...)
+				r.event(db, corev1.EventTypeNormal, "Ready", "Reconcile", "Database is ready: %s", readyMsg())
+			}
+		}
 	}
 	if current != db.Status.Phase {
 		log.Info(fmt.Sprintf("STATE TRANSITION: %s -> %s", current, db.Status.Phase))
 	}
-	// Readiness changes arrive through the StatefulSet watch (Owns): no requeue.
+	// The next step starts from this status write's watch event; readiness
+	// changes arrive through the StatefulSet watch (Owns): no requeue.
 	return ctrl.Result{}, r.updateStatus(ctx, base, db)
+}
+
+// childError says which child could not be reconciled, for the Failed reason.
+type childError struct {
+	reason string
+	err    error
+}
+
+func (e *childError) Error() string { return e.err.Error() }
+func (e *childError) Unwrap() error { return e.err }
+
+func reasonOf(err error) string {
+	var ce *childError
+	if errors.As(err, &ce) {
+		return ce.reason
+	}
+	return databasev1.ReasonStatefulSetCreationFailed
+}
+
+// reconcileChildren makes the Secret, the StatefulSet and the Service match
+// the spec, and returns the StatefulSet as it now is.
+func (r *DatabaseReconciler) reconcileChildren(ctx context.Context, db *databasev1.Database, sts **appsv1.StatefulSet) error {
+	if err := r.reconcileSecret(ctx, db); err != nil {
+		return &childError{databasev1.ReasonSecretCreationFailed, err}
+	}
+	got, _, err := r.reconcileStatefulSet(ctx, db)
+	if err != nil {
+		return &childError{databasev1.ReasonStatefulSetCreationFailed, err}
+	}
+	*sts = got
+	if err := r.reconcileService(ctx, db); err != nil {
+		return &childError{databasev1.ReasonServiceCreationFailed, err}
+	}
+	return nil
 }
 
 // fail records a failure to create or update a child and returns the error, so
@@ -229,10 +284,10 @@ func (r *DatabaseReconciler) fail(ctx context.Context, base, db *databasev1.Data
 	}
 	logf.FromContext(ctx).Error(cause, "Reconciliation failed", "reason", reason)
 	r.event(db, corev1.EventTypeWarning, "CreateFailed", "Reconcile", "%s: %v", reason, cause)
-	db.Status.Phase = PhaseFailed
+	db.Status.Phase = databasev1.DatabasePhaseFailed
 	db.Status.Ready = false
-	r.setCondition(db, ConditionReady, metav1.ConditionFalse, reason, cause.Error())
-	r.setCondition(db, ConditionProgressing, metav1.ConditionTrue, ReasonRetrying, "Retrying after: "+cause.Error())
+	r.setCondition(db, databasev1.ConditionReady, metav1.ConditionFalse, reason, cause.Error())
+	r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionTrue, databasev1.ReasonRetrying, "Retrying after: "+cause.Error())
 	if err := r.updateStatus(ctx, base, db); err != nil {
 		logf.FromContext(ctx).Error(err, "Failed to record the failure in the status")
 	}
@@ -620,9 +675,15 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 
+	if err := indexer.IndexField(ctx, &databasev1.Database{}, imageField, func(obj client.Object) []string {
+		return []string{obj.(*databasev1.Database).Spec.Image}
+	}); err != nil {
+		return err
+	}
+
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&databasev1.Database{}).
-		Owns(&appsv1.StatefulSet{}).
+		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(statefulSetChanged)).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}).
 		Watches(&databasev1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.databasesForBackup)).

@@ -172,7 +172,7 @@ var _ = Describe("Database controller", func() {
 			By("driving more reconciles through the StatefulSet")
 			setStatefulSetReady(ns, "stable", 1)
 			Eventually(func(g Gomega) {
-				g.Expect(getDatabase(g, ns, "stable").Status.Phase).To(Equal(PhaseReady))
+				g.Expect(getDatabase(g, ns, "stable").Status.Phase).To(Equal(databasev1.DatabasePhaseReady))
 			}).Should(Succeed())
 			Expect(k8sClient.Get(ctx, key, secret)).To(Succeed())
 			Expect(string(secret.Data["password"])).To(Equal(password))
@@ -275,31 +275,31 @@ var _ = Describe("Database controller", func() {
 			By("waiting for replicas")
 			Eventually(func(g Gomega) {
 				db := getDatabase(g, ns, "phases")
-				g.Expect(db.Status.Phase).To(Equal(PhaseDeploying))
+				g.Expect(db.Status.Phase).To(Equal(databasev1.DatabasePhaseDeploying))
 				g.Expect(db.Status.Ready).To(BeFalse())
-				ready := condition(db.Status.Conditions, ConditionReady)
+				ready := condition(db.Status.Conditions, databasev1.ConditionReady)
 				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-				g.Expect(ready.Reason).To(Equal(ReasonReplicasNotReady))
+				g.Expect(ready.Reason).To(Equal(databasev1.ReasonReplicasNotReady))
 				g.Expect(ready.Message).To(Equal("0/1 replicas ready"))
-				progressing := condition(db.Status.Conditions, ConditionProgressing)
+				progressing := condition(db.Status.Conditions, databasev1.ConditionProgressing)
 				g.Expect(progressing.Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(progressing.Reason).To(Equal(ReasonCreating))
+				g.Expect(progressing.Reason).To(Equal(databasev1.ReasonCreating))
 			}).Should(Succeed())
 
 			By("all replicas ready")
 			setStatefulSetReady(ns, "phases", 1)
 			Eventually(func(g Gomega) {
 				db := getDatabase(g, ns, "phases")
-				g.Expect(db.Status.Phase).To(Equal(PhaseReady))
+				g.Expect(db.Status.Phase).To(Equal(databasev1.DatabasePhaseReady))
 				g.Expect(db.Status.Ready).To(BeTrue())
 				g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
-				ready := condition(db.Status.Conditions, ConditionReady)
+				ready := condition(db.Status.Conditions, databasev1.ConditionReady)
 				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(ready.Reason).To(Equal(ReasonAllReplicasReady))
+				g.Expect(ready.Reason).To(Equal(databasev1.ReasonAllReplicasReady))
 				g.Expect(ready.ObservedGeneration).To(Equal(db.Generation))
-				progressing := condition(db.Status.Conditions, ConditionProgressing)
+				progressing := condition(db.Status.Conditions, databasev1.ConditionProgressing)
 				g.Expect(progressing.Status).To(Equal(metav1.ConditionFalse))
-				g.Expect(progressing.Reason).To(Equal(ReasonReconciliationComplete))
+				g.Expect(progressing.Reason).To(Equal(databasev1.ReasonReconciliationComplete))
 			}, reactionTimeout, pollInterval).Should(Succeed())
 
 			By("scaling to 3 with one replica ready")
@@ -310,30 +310,30 @@ var _ = Describe("Database controller", func() {
 			}).Should(Succeed())
 			Eventually(func(g Gomega) {
 				db := getDatabase(g, ns, "phases")
-				g.Expect(db.Status.Phase).To(Equal(PhaseDeploying))
+				g.Expect(db.Status.Phase).To(Equal(databasev1.DatabasePhaseDeploying))
 				g.Expect(db.Status.Ready).To(BeFalse())
 				g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
-				ready := condition(db.Status.Conditions, ConditionReady)
-				g.Expect(ready.Reason).To(Equal(ReasonReplicasNotReady))
+				ready := condition(db.Status.Conditions, databasev1.ConditionReady)
+				g.Expect(ready.Reason).To(Equal(databasev1.ReasonReplicasNotReady))
 				g.Expect(ready.Message).To(Equal("1/3 replicas ready"))
-				progressing := condition(db.Status.Conditions, ConditionProgressing)
+				progressing := condition(db.Status.Conditions, databasev1.ConditionProgressing)
 				g.Expect(progressing.Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(progressing.Reason).To(Equal(ReasonScaling))
+				g.Expect(progressing.Reason).To(Equal(databasev1.ReasonScaling))
 			}).Should(Succeed())
 
 			By("two of three ready is still not Ready")
 			setStatefulSetReady(ns, "phases", 2)
 			Eventually(func(g Gomega) {
-				g.Expect(condition(getDatabase(g, ns, "phases").Status.Conditions, ConditionReady).Message).
+				g.Expect(condition(getDatabase(g, ns, "phases").Status.Conditions, databasev1.ConditionReady).Message).
 					To(Equal("2/3 replicas ready"))
 			}).Should(Succeed())
-			Expect(getDatabase(Default, ns, "phases").Status.Phase).To(Equal(PhaseDeploying))
+			Expect(getDatabase(Default, ns, "phases").Status.Phase).To(Equal(databasev1.DatabasePhaseDeploying))
 
 			By("three of three")
 			setStatefulSetReady(ns, "phases", 3)
 			Eventually(func(g Gomega) {
 				db := getDatabase(g, ns, "phases")
-				g.Expect(db.Status.Phase).To(Equal(PhaseReady))
+				g.Expect(db.Status.Phase).To(Equal(databasev1.DatabasePhaseReady))
 				g.Expect(db.Status.Ready).To(BeTrue())
 			}, reactionTimeout, pollInterval).Should(Succeed())
 
@@ -449,10 +449,10 @@ var _ = Describe("Database controller", func() {
 			By("the Backup does not exist yet")
 			Eventually(func(g Gomega) {
 				db := getDatabase(g, ns, "restored")
-				g.Expect(db.Status.Phase).To(Equal(PhasePending))
-				progressing := condition(db.Status.Conditions, ConditionProgressing)
+				g.Expect(db.Status.Phase).To(Equal(databasev1.DatabasePhasePending))
+				progressing := condition(db.Status.Conditions, databasev1.ConditionProgressing)
 				g.Expect(progressing.Status).To(Equal(metav1.ConditionFalse))
-				g.Expect(progressing.Reason).To(Equal(ReasonWaitingForBackup))
+				g.Expect(progressing.Reason).To(Equal(databasev1.ReasonWaitingForBackup))
 			}).Should(Succeed())
 			// The waiting status is written before any child would be created.
 			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored"}, &appsv1.StatefulSet{})
@@ -463,14 +463,14 @@ var _ = Describe("Database controller", func() {
 			makeDatabaseReady(ns, "source")
 			backup := getBackup(Default, ns, "source-backup")
 			job := waitForRunJob(backup, 1)
-			Expect(getDatabase(Default, ns, "restored").Status.Phase).To(Equal(PhasePending))
+			Expect(getDatabase(Default, ns, "restored").Status.Phase).To(Equal(databasev1.DatabasePhasePending))
 
 			By("the backup completing: the Database moves on through the Backup watch")
 			completeJob(job)
 			Eventually(func(g Gomega) {
 				db := getDatabase(g, ns, "restored")
-				g.Expect(db.Status.Phase).NotTo(Equal(PhasePending))
-				g.Expect(condition(db.Status.Conditions, ConditionProgressing).Reason).NotTo(Equal(ReasonWaitingForBackup))
+				g.Expect(db.Status.Phase).NotTo(Equal(databasev1.DatabasePhasePending))
+				g.Expect(condition(db.Status.Conditions, databasev1.ConditionProgressing).Reason).NotTo(Equal(databasev1.ReasonWaitingForBackup))
 				getStatefulSet(g, ns, "restored")
 			}, reactionTimeout, pollInterval).Should(Succeed())
 		})
@@ -524,10 +524,10 @@ var _ = Describe("Database controller", func() {
 		expectWaiting := func(db *databasev1.Database, message string) {
 			Eventually(func(g Gomega) {
 				got := getDatabase(g, db.Namespace, db.Name)
-				g.Expect(got.Status.Phase).To(Equal(PhasePending))
-				progressing := condition(got.Status.Conditions, ConditionProgressing)
+				g.Expect(got.Status.Phase).To(Equal(databasev1.DatabasePhasePending))
+				progressing := condition(got.Status.Conditions, databasev1.ConditionProgressing)
 				g.Expect(progressing.Status).To(Equal(metav1.ConditionFalse))
-				g.Expect(progressing.Reason).To(Equal(ReasonWaitingForBackup))
+				g.Expect(progressing.Reason).To(Equal(databasev1.ReasonWaitingForBackup))
 				g.Expect(progressing.Message).To(ContainSubstring(message))
 			}, reactionTimeout, pollInterval).Should(Succeed())
 		}
@@ -537,7 +537,7 @@ var _ = Describe("Database controller", func() {
 			Consistently(func(g Gomega) {
 				err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), &appsv1.StatefulSet{})
 				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no StatefulSet while waiting: %v", err)
-				g.Expect(getDatabase(g, db.Namespace, db.Name).Status.Phase).To(Equal(PhasePending))
+				g.Expect(getDatabase(g, db.Namespace, db.Name).Status.Phase).To(Equal(databasev1.DatabasePhasePending))
 				g.Expect(getBackup(g, backup.Namespace, backup.Name).Status).To(Equal(backup.Status))
 			}, quietPeriod, pollInterval).Should(Succeed())
 		}
@@ -562,7 +562,7 @@ var _ = Describe("Database controller", func() {
 			}).Should(Succeed())
 			Eventually(func(g Gomega) {
 				getStatefulSet(g, isolatedNamespace, db.Name)
-				g.Expect(getDatabase(g, isolatedNamespace, db.Name).Status.Phase).NotTo(Equal(PhasePending))
+				g.Expect(getDatabase(g, isolatedNamespace, db.Name).Status.Phase).NotTo(Equal(databasev1.DatabasePhasePending))
 			}, reactionTimeout, pollInterval).Should(Succeed())
 		})
 
@@ -591,8 +591,8 @@ var _ = Describe("Database controller", func() {
 			Eventually(func(g Gomega) {
 				sts = getStatefulSet(g, isolatedNamespace, db.Name)
 				got := getDatabase(g, isolatedNamespace, db.Name)
-				g.Expect(got.Status.Phase).To(Equal(PhaseDeploying))
-				g.Expect(condition(got.Status.Conditions, ConditionProgressing).Reason).NotTo(Equal(ReasonWaitingForBackup))
+				g.Expect(got.Status.Phase).To(Equal(databasev1.DatabasePhaseDeploying))
+				g.Expect(condition(got.Status.Conditions, databasev1.ConditionProgressing).Reason).NotTo(Equal(databasev1.ReasonWaitingForBackup))
 			}, reactionTimeout, pollInterval).Should(Succeed())
 			expectControlledBy(sts, db)
 			Expect(getBackup(Default, isolatedNamespace, backup.Name).Status).To(Equal(backup.Status))

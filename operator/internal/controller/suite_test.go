@@ -352,7 +352,7 @@ func makeDatabaseReady(namespace, name string, mutate ...func(*databasev1.Databa
 	var db *databasev1.Database
 	Eventually(func(g Gomega) {
 		db = getDatabase(g, namespace, name)
-		g.Expect(db.Status.Phase).To(Equal(PhaseReady))
+		g.Expect(db.Status.Phase).To(Equal(databasev1.DatabasePhaseReady))
 	}).Should(Succeed())
 	return db
 }
