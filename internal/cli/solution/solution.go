@@ -42,7 +42,8 @@ type Options struct {
 
 	// Solutions holds lab-*/files.txt (the embedded solutions/ by default).
 	Solutions fs.FS
-	// Operator holds the reference operator's files (embedded by default).
+	// Operator holds the reference project's files (by default the
+	// embedded reference project of the lab, internal/reference.Lookup).
 	Operator fs.FS
 	// Labs loads the lab definitions (for task titles).
 	Labs func() ([]*labs.Lab, error)
@@ -134,8 +135,12 @@ func Run(_ context.Context, o *Options) error {
 	if sols == nil {
 		sols = solutions.FS
 	}
+	ref, err := reference.Lookup(lab.Project)
+	if err != nil {
+		return err
+	}
 	if op == nil {
-		op = reference.Source
+		op = ref.Source
 	}
 	raw, err := fs.ReadFile(sols, lab.ID+"/files.txt")
 	if err != nil {
@@ -165,7 +170,7 @@ func Run(_ context.Context, o *Options) error {
 		if t, ok := lab.Task(e.Task); ok {
 			title = t.Title.In(lang)
 		}
-		fmt.Fprintf(s.Out, "%s %s  %s\n", st.Bold.Render("Task "+e.Task), title, st.Muted.Render("operator/"+e.File))
+		fmt.Fprintf(s.Out, "%s %s  %s\n", st.Bold.Render("Task "+e.Task), title, st.Muted.Render(ref.RepoDir+"/"+e.File))
 		src, err := fs.ReadFile(op, e.File)
 		if err != nil {
 			return fmt.Errorf("the reference operator has no %s (solutions/%s/files.txt is out of date): %w", e.File, lab.ID, err)

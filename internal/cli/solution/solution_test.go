@@ -29,7 +29,7 @@ func run(t *testing.T, args ...string) (string, string, error) {
 }
 
 // Every line of every files.txt names a task of its lab and code that
-// exists in the embedded reference operator.
+// exists in the embedded reference project of that lab.
 func TestMappingsMatchTheReference(t *testing.T) {
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
@@ -43,10 +43,12 @@ func TestMappingsMatchTheReference(t *testing.T) {
 		require.NoError(t, err)
 		entries, err := ParseFiles(raw)
 		require.NoError(t, err)
+		ref, err := reference.Lookup(lab.Project)
+		require.NoError(t, err)
 		for _, e := range entries {
 			_, ok := lab.Task(e.Task)
 			assert.True(t, ok, "%s/files.txt: %s has no task %s", d, lab.ID, e.Task)
-			src, err := fs.ReadFile(reference.Source, e.File)
+			src, err := fs.ReadFile(ref.Source, e.File)
 			require.NoError(t, err, "%s/files.txt: %s", d, e.File)
 			snippets, err := Extract(e.File, src, e.Names)
 			require.NoError(t, err, "%s/files.txt", d)
