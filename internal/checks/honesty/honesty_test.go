@@ -31,6 +31,7 @@ import (
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/supervise"
 	"github.com/labctl/labctl/internal/testcluster"
@@ -127,6 +128,29 @@ var mutants = []struct {
 	{"backup-not-waiting-for-ready", "lab-8.2", []string{"1.4", "4.2"}},
 	{"silent-backup-controller", "lab-8.2", []string{"4.3"}},
 	{"backup-volume-not-owned", "lab-8.2", []string{"cleanup"}},
+	{"website-without-shortname", "lab-1.4", []string{"1.1"}},
+	{"website-version-not-served", "lab-1.4", []string{"1.1", "1.2", "2.1", "2.2", "3.1", "3.2", "3.3", "3.4", "3.5", "4.1", "4.2"}},
+	{"website-only-https", "lab-1.4", []string{"1.1", "2.2"}},
+	{"website-replicas-optional", "lab-1.4", []string{"1.1", "3.1"}},
+	{"website-url-without-pattern", "lab-1.4", []string{"1.1", "3.2"}},
+	{"website-replicas-without-minimum", "lab-1.4", []string{"1.1", "3.3"}},
+	{"website-environment-without-enum", "lab-1.4", []string{"1.1", "3.4"}},
+	{"website-environment-without-default", "lab-1.4", []string{"1.1", "3.5"}},
+	{"website-replicas-maximum-4", "lab-1.4", []string{"1.1", "4.1", "4.2"}},
+	{"hello-project-wrong-repo", "lab-2.4", []string{"1.2"}},
+	{"hello-project-without-helloworld", "lab-2.4", []string{"2.1", "3.2"}},
+	{"hello-count-without-maximum", "lab-2.4", []string{"3.1"}},
+	{"hello-stale-crd", "lab-2.4", []string{"3.2", "5.1"}},
+	{"hello-configmaps-without-delete", "lab-2.4", []string{"4.1"}},
+	{"hello-no-configmap-owner-reference", "lab-2.4", []string{"5.3", "7.1"}},
+	{"hello-status-never-set", "lab-2.4", []string{"5.4"}},
+	{"hello-message-not-propagated", "lab-2.4", []string{"6.1"}},
+	{"hello-count-minimum-5", "lab-2.4", []string{"3.1", "8.1"}},
+	{"hello-no-reconcile-logs", "lab-3.1", []string{"2.2"}},
+	{"hello-requeue-without-requeueafter", "lab-3.1", []string{"3.2"}},
+	{"hello-configmap-without-message", "lab-3.1", []string{"4.1"}},
+	{"hello-count-not-updated", "lab-3.1", []string{"4.2"}},
+	{"hello-notfound-as-error", "lab-3.1", []string{"6.1"}},
 }
 
 // courseVariants are the reference changed to behave as the course's own
@@ -138,6 +162,8 @@ var courseVariants = []struct{ name, lab string }{
 	{"always-patch-replicas", "lab-3.3"},
 	{"always-patch-replicas", "lab-3.4"},
 	{"polling-simulated-backup", "lab-8.2"},
+	{"hello-without-owns-configmap", "lab-2.4"},
+	{"hello-without-owns-configmap", "lab-3.1"},
 }
 
 // TestHonesty runs the reference, then every mutant, on the shared cluster
@@ -160,24 +186,61 @@ func TestHonesty(t *testing.T) {
 		}
 		t.Run("command", testVerifyCommand)
 	})
+	t.Run("hello-reference", func(t *testing.T) {
+		dir := copyProject(t, reference.Hello, "")
+		op := deployOperator(t, dir)
+		for _, lab := range []string{"lab-2.4", "lab-3.1"} {
+			rep := verify(t, lab, op, dir)
+			require.Empty(t, rep.FailedTasks(), "the Hello World operator must pass every task of %s:\n%s", lab, render(rep))
+		}
+	})
+	t.Run("website-reference", func(t *testing.T) {
+		dir := copyProject(t, reference.Website, "")
+		rep := verify(t, "lab-1.4", nil, dir)
+		require.Empty(t, rep.FailedTasks(), "the Website CRD must pass every task of lab-1.4:\n%s", render(rep))
+	})
 	for _, v := range courseVariants {
-		t.Run("course/"+v.name, func(t *testing.T) {
-			dir := copyOperator(t, filepath.Join("testdata", "course", v.name+".patch"))
-			op := deployOperator(t, dir)
+		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
+			project := projectOf(t, v.lab)
+			dir := copyProject(t, project, filepath.Join("testdata", "course", v.name+".patch"))
+			op := deployIfOperator(t, project, dir)
 			rep := verify(t, v.lab, op, dir)
 			assert.Empty(t, rep.FailedTasks(), "the course's approach (%s) must pass every task of %s:\n%s", v.name, v.lab, render(rep))
 		})
 	}
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
-			dir := copyOperator(t, filepath.Join("testdata", "mutants", m.name+".patch"))
-			op := deployOperator(t, dir)
+			project := projectOf(t, m.lab)
+			dir := copyProject(t, project, filepath.Join("testdata", "mutants", m.name+".patch"))
+			op := deployIfOperator(t, project, dir)
 			rep := verify(t, m.lab, op, dir)
 			want := slices.Sorted(slices.Values(m.fails))
 			got := slices.Sorted(slices.Values(rep.FailedTasks()))
 			assert.Equal(t, want, got, "mutant %s must fail exactly these tasks of %s:\n%s", m.name, m.lab, render(rep))
 		})
 	}
+}
+
+// projectOf is the reference project a lab builds on.
+func projectOf(t testing.TB, labID string) string {
+	t.Helper()
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	lab, ok := labs.Find(all, labID)
+	require.True(t, ok, labID)
+	return lab.Project
+}
+
+// deployIfOperator deploys the project when it has an operator (lab 1.4's
+// CRD has none: nil).
+func deployIfOperator(t testing.TB, project, dir string) *deploy.Operator {
+	t.Helper()
+	ref, err := reference.Lookup(project)
+	require.NoError(t, err)
+	if !ref.Operator {
+		return nil
+	}
+	return deployOperator(t, dir)
 }
 
 // TestMutantTable checks the table against testdata and the labs: every
