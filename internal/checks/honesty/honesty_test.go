@@ -136,7 +136,7 @@ var mutants = []struct {
 	{"website-replicas-without-minimum", "lab-1.4", []string{"1.1", "3.3"}},
 	{"website-environment-without-enum", "lab-1.4", []string{"1.1", "3.4"}},
 	{"website-environment-without-default", "lab-1.4", []string{"1.1", "3.5"}},
-	{"website-replicas-maximum-4", "lab-1.4", []string{"1.1", "4.1", "4.2"}},
+	{"website-replicas-maximum-4", "lab-1.4", []string{"1.1", "2.2", "4.1", "4.2"}},
 	{"hello-project-wrong-repo", "lab-2.4", []string{"1.2"}},
 	{"hello-project-without-helloworld", "lab-2.4", []string{"2.1", "3.2"}},
 	{"hello-count-without-maximum", "lab-2.4", []string{"3.1"}},
