@@ -198,6 +198,23 @@ func TestHonesty(t *testing.T) {
 		dir := copyProject(t, reference.Website, "")
 		rep := verify(t, "lab-1.4", nil, dir)
 		require.Empty(t, rep.FailedTasks(), "the Website CRD must pass every task of lab-1.4:\n%s", render(rep))
+
+		// `labctl verify 1.4` needs no operator: it neither looks for one
+		// nor fails for want of one.
+		s, out, _ := iostreams.Test(false)
+		f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+		o := &verifycmd.Options{FindOperator: func(context.Context, *cluster.Cluster, string) (*deploy.Operator, error) {
+			t.Error("verify looked for an operator for lab 1.4")
+			return nil, nil
+		}}
+		cmd := verifycmd.NewCommand(f, func(ctx context.Context, got *verifycmd.Options) error {
+			got.FindOperator = o.FindOperator
+			return verifycmd.Run(ctx, got)
+		})
+		cmd.SetArgs([]string{"1.4", "--project", dir, "--name", env.Name, "--provider", local.ProviderName, "-o", "json"})
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		require.NoError(t, cmd.Execute(), out.String())
+		assert.Contains(t, out.String(), "crd-applied")
 	})
 	for _, v := range courseVariants {
 		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {

@@ -204,9 +204,15 @@ func Run(ctx context.Context, o *Options) error {
 		find = FindOperatorFor(ref.Name)
 	}
 	var op *deploy.Operator
-	if ref.Operator { // lab 1.4 has none: its checks read the cluster only
+	if ref.Operator {
 		if op, err = find(ctx, c, project); err != nil {
 			return err
+		}
+	} else if project == "" {
+		// Lab 1.4 has no operator and no kubebuilder project: its files
+		// (website-crd.yaml) are in the current directory, if anywhere.
+		if wd, err := os.Getwd(); err == nil {
+			project = wd
 		}
 	}
 	if project == "" && op != nil && op.Project != nil {
