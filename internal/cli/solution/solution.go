@@ -159,7 +159,7 @@ func Run(_ context.Context, o *Options) error {
 		entries = slices.DeleteFunc(entries, func(e Entry) bool { return !slices.Contains(o.Tasks, e.Task) })
 	}
 	if o.Apply != "" {
-		return apply(o, op, entries)
+		return apply(o, op, ref.Operator, lab.ID, entries)
 	}
 	st := s.Styles()
 	for i, e := range entries {
@@ -264,7 +264,9 @@ func Extract(name string, src []byte, names []string) ([]Snippet, error) {
 	return out, nil
 }
 
-func apply(o *Options, op fs.FS, entries []Entry) error {
+// apply copies the files; operator says whether the lab's project is a
+// kubebuilder project (lab 1.4's is a CRD file).
+func apply(o *Options, op fs.FS, operator bool, labID string, entries []Entry) error {
 	s := o.f.IOStreams
 	dir, err := filepath.Abs(o.Apply)
 	if err != nil {
@@ -273,7 +275,7 @@ func apply(o *Options, op fs.FS, entries []Entry) error {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return userr.Usage(fmt.Sprintf("project directory %s does not exist", dir), "pass --apply with the path to your kubebuilder project")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "PROJECT")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "PROJECT")); err != nil && operator {
 		fmt.Fprintf(s.ErrOut, "warning: %s has no PROJECT file; is it a kubebuilder project?\n", dir)
 	}
 	var files []string
@@ -327,8 +329,12 @@ func apply(o *Options, op fs.FS, entries []Entry) error {
 		}
 		fmt.Fprintf(s.Out, "%s%s\n", verb, p.file)
 	}
-	if len(todo) > 0 {
+	switch {
+	case len(todo) == 0:
+	case operator:
 		fmt.Fprintln(s.ErrOut, "Next: make generate manifests, then labctl up --project "+o.Apply)
+	default:
+		fmt.Fprintf(s.ErrOut, "Next: kubectl apply -f the files, or labctl verify %s --project %s\n", labID, o.Apply)
 	}
 	return nil
 }

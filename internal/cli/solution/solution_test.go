@@ -111,3 +111,23 @@ func TestParseFiles(t *testing.T) {
 	_, err = ParseFiles([]byte("1.1 ../../etc/passwd\n"))
 	assert.Error(t, err)
 }
+
+// Each lab's solution comes from its own project: lab 2.4's from the Hello
+// World operator, lab 1.4's CRD file into a directory that is no
+// kubebuilder project (and needs none).
+func TestSolutionsOfOtherProjects(t *testing.T) {
+	out, _, err := run(t, "lab-2.4", "--task", "5.3")
+	require.NoError(t, err)
+	assert.Contains(t, out, "hello-world-operator/internal/controller/helloworld_controller.go")
+	assert.Contains(t, out, "ctrl.SetControllerReference(hw, cm, r.Scheme)")
+
+	dir := t.TempDir()
+	out, errOut, err := run(t, "lab-1.4", "--apply", dir)
+	require.NoError(t, err)
+	assert.Contains(t, out, "created    website-crd.yaml")
+	assert.NotContains(t, errOut, "no PROJECT file")
+	assert.Contains(t, errOut, "labctl verify lab-1.4 --project "+dir)
+	got, err := os.ReadFile(filepath.Join(dir, "website-crd.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "shortNames:\n    - ws")
+}
