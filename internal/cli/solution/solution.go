@@ -105,7 +105,7 @@ func ParseFiles(raw []byte) ([]Entry, error) {
 			return nil, fmt.Errorf("files.txt line %d: want TASK FILE [NAME...]", n)
 		}
 		if path.IsAbs(f[1]) || strings.Contains(f[1], "..") {
-			return nil, fmt.Errorf("files.txt line %d: %s must be relative to operator/", n, f[1])
+			return nil, fmt.Errorf("files.txt line %d: %s must be relative to the lab's project", n, f[1])
 		}
 		out = append(out, Entry{Task: f[0], File: f[1], Names: f[2:]})
 	}
