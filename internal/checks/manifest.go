@@ -1,26 +1,19 @@
 package checks
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -65,22 +58,26 @@ func runApplyFile(ctx context.Context, c *Context, params any) Outcome {
 	if err != nil {
 		return errorf("reading %s: %v", p.File, err)
 	}
-	objs, err := decodeManifests(raw)
+	objs, err := deploy.DecodeYAML(raw)
 	if err != nil {
 		return fail("%s is not valid YAML: %s", p.File, oneLine(err))
 	}
 	if len(objs) == 0 {
 		return fail("%s holds no object", p.File)
 	}
-	var applied []string
+	applier, err := deploy.NewApplier(c.Config())
+	if err != nil {
+		return errorf("connecting to the cluster: %v", oneLine(err))
+	}
+	var applied, crds []string
 	for _, obj := range objs {
 		what := obj.GetKind() + " " + obj.GetName()
-		if obj.GetNamespace() == "" && obj.GetKind() != "CustomResourceDefinition" {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, obj.GetName())
+		} else if obj.GetNamespace() == "" {
 			obj.SetNamespace(c.Namespace())
 		}
-		//nolint:staticcheck // client.Apply with an unstructured object is server-side apply
-		err := c.Client().Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
-		if err != nil {
+		if err := applier.ApplyOne(ctx, obj); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				return Outcome{Status: report.Fail, Message: fmt.Sprintf("the API server rejects %s of %s: %s", what, p.File, truncate(oneLine(err), 300)),
 					Expected: "kubectl apply -f " + p.File + " succeeds", Observed: "rejected"}
@@ -88,40 +85,12 @@ func runApplyFile(ctx context.Context, c *Context, params any) Outcome {
 			return errorf("applying %s of %s: %v", what, p.File, oneLine(err))
 		}
 		applied = append(applied, what)
-		if obj.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		gvr := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
-		timeout := 30 * time.Second
-		if dl, ok := ctx.Deadline(); ok {
-			timeout = time.Until(dl)
-		}
-		if _, err := kube.WaitFor(ctx, c.Config(), gvr, "", obj.GetName(), timeout, kube.StatusCondition(string(apiextensionsv1.Established), "True")); err != nil {
-			return Outcome{Status: report.Fail, Message: fmt.Sprintf("CRD %s of %s never became Established: %s", obj.GetName(), p.File, oneLine(err)),
-				Expected: "Established", Observed: "not Established"}
-		}
+	}
+	if err := applier.WaitEstablished(ctx, crds); err != nil {
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: %s", p.File, oneLine(err)),
+			Expected: "its CRDs Established", Observed: "not Established"}
 	}
 	return pass("kubectl apply -f %s: %s", p.File, strings.Join(applied, ", "))
-}
-
-// decodeManifests reads a multi-document YAML stream, skipping empty
-// documents.
-func decodeManifests(raw []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
 }
 
 type apiResourceParams struct {

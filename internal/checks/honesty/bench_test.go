@@ -60,4 +60,3 @@ func BenchmarkVerifyFirstLabs(b *testing.B) {
 		})
 	}
 }
-
