@@ -39,6 +39,9 @@ type Project struct {
 	// Operator says whether the project has a manager to deploy; a
 	// project without one (lab 1.4's CRD) is applied by the student.
 	Operator bool
+	// ProjectName is PROJECT's projectName, which the course's own
+	// project shares ("" without an operator).
+	ProjectName string
 }
 
 //go:embed website
@@ -53,8 +56,8 @@ func websiteFS() fs.FS {
 }
 
 var projects = []Project{
-	{Name: Postgres, Source: postgresoperator.Source, RepoDir: "operator", Operator: true},
-	{Name: Hello, Source: helloworldoperator.Source, RepoDir: "hello-world-operator", Operator: true},
+	{Name: Postgres, Source: postgresoperator.Source, RepoDir: "operator", Operator: true, ProjectName: "postgres-operator"},
+	{Name: Hello, Source: helloworldoperator.Source, RepoDir: "hello-world-operator", Operator: true, ProjectName: "hello-world-operator"},
 	{Name: Website, Source: websiteFS(), RepoDir: filepath.Join("internal", "reference", "website")},
 }
 
@@ -75,6 +78,17 @@ func Lookup(name string) (Project, error) {
 		return Project{}, fmt.Errorf("no reference project %q (there are %s)", name, strings.Join(names, ", "))
 	}
 	return projects[i], nil
+}
+
+// ByProjectName finds the reference project whose kubebuilder projectName
+// is name (postgres-operator, hello-world-operator): the project a running
+// operator belongs to.
+func ByProjectName(name string) (Project, bool) {
+	i := slices.IndexFunc(projects, func(p Project) bool { return p.ProjectName != "" && p.ProjectName == name })
+	if i < 0 {
+		return Project{}, false
+	}
+	return projects[i], true
 }
 
 // Dir returns a directory holding the Database operator's source; see

@@ -52,3 +52,16 @@ func TestDirExtractsEachProjectOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, dir, pg, "each project has its own directory")
 }
+
+func TestByProjectName(t *testing.T) {
+	p, ok := reference.ByProjectName("hello-world-operator")
+	require.True(t, ok)
+	assert.Equal(t, reference.Hello, p.Name)
+	p, ok = reference.ByProjectName("postgres-operator")
+	require.True(t, ok)
+	assert.Equal(t, reference.Postgres, p.Name)
+	_, ok = reference.ByProjectName("")
+	assert.False(t, ok, "the website project has no projectName")
+	_, ok = reference.ByProjectName("my-operator")
+	assert.False(t, ok)
+}

@@ -318,4 +318,14 @@ func testVerifyCommand(t *testing.T) {
 	assert.Equal(t, userr.ExitChecks, userr.Code(err))
 	assert.Contains(t, out, "✗ 5.1")
 	assert.Contains(t, out, "findDatabasesByOwner")
+
+	// A Hello World lab against the Database operator says what to run.
+	s, _, errOut := iostreams.Test(false)
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+	cmd := verifycmd.NewCommand(f, nil)
+	cmd.SetArgs([]string{"2.4", "--task", "1.2", "--name", env.Name, "--provider", local.ProviderName})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err = cmd.Execute()
+	assert.Equal(t, userr.ExitChecks, userr.Code(err))
+	assert.Contains(t, errOut.String(), "the operator running is postgres-operator, but lab-2.4 builds on hello-world-operator: run `labctl up --lab lab-2.4`")
 }

@@ -208,6 +208,12 @@ func Run(ctx context.Context, o *Options) error {
 		if op, err = find(ctx, c, project); err != nil {
 			return err
 		}
+		if op != nil && op.Project != nil {
+			if other, ok := reference.ByProjectName(op.Project.Name); ok && other.Name != ref.Name {
+				fmt.Fprintf(s.ErrOut, "warning: the operator running is %s, but %s builds on %s: run `labctl up --lab %s` (or --project with your project) first\n",
+					op.Project.Name, lab.ID, ref.ProjectName, lab.ID)
+			}
+		}
 	} else if project == "" {
 		// Lab 1.4 has no operator and no kubebuilder project: its files
 		// (website-crd.yaml) are in the current directory, if anywhere.
