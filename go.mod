@@ -47,6 +47,7 @@ require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+	github.com/example/hello-world-operator v0.0.0
 	github.com/example/postgres-operator v0.0.0
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-errors/errors v1.5.1 // indirect
@@ -105,3 +106,5 @@ require (
 )
 
 replace github.com/example/postgres-operator => ./operator
+
+replace github.com/example/hello-world-operator => ./hello-world-operator

@@ -56,6 +56,21 @@ for lab in lab-8.2 lab-3.4; do
   fi
 done
 
+# The first labs: 2.4 and 3.1 against the Hello World operator (up --lab
+# deploys it in place of the Database operator), 1.4 (no operator) against
+# the reference website-crd.yaml.
+"$LABCTL" up --provider local --name bench --bin-dir "$BIN_DIR" --lab 2.4 >/dev/null 2>&1 || true
+for lab in lab-2.4 lab-3.1 lab-1.4; do
+  grep -q "$lab" <<<"$known_labs" || continue
+  project=()
+  [ "$lab" = lab-1.4 ] && project=(--project internal/reference/website)
+  "$LABCTL" verify "$lab" --name bench "${project[@]}" >/dev/null 2>&1 || true
+  t0=$(now)
+  "$LABCTL" verify "$lab" --name bench "${project[@]}" >/dev/null 2>&1 && ok=pass || ok=FAIL
+  t1=$(now)
+  row "labctl verify $lab against the reference ($ok)" "$(secs "$t0" "$t1") s" "<= 5 s"
+done
+
 t0=$(now)
 "$LABCTL" down --name bench >/dev/null 2>&1
 t1=$(now)

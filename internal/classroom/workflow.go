@@ -15,6 +15,7 @@ import (
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -95,6 +96,8 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 		GoVersion, ControlPlaneKey, KindVersion, ClusterName                 string
 		RunnerID, ResultsEnv                                                 string
 		Checkout, SetupGo, CacheRestore, CacheSave, UploadArtifact, Reporter string
+		// Operator: the lab's project has one to deploy (lab 1.4 has none).
+		Operator bool
 	}{
 		WorkflowOptions: o,
 		Title:           report.CleanLine(o.Lab.Title.In("en")),
@@ -111,6 +114,10 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 		CacheSave:       ActionCacheSave,
 		UploadArtifact:  ActionUpload,
 		Reporter:        ActionReporter,
+		Operator:        true,
+	}
+	if ref, err := reference.Lookup(o.Lab.Project); err == nil {
+		data.Operator = ref.Operator
 	}
 	for _, t := range o.Lab.Tasks {
 		data.Tasks = append(data.Tasks, task{ID: t.ID, Title: report.CleanLine(t.Title.In("en")), Points: t.Points})

@@ -189,3 +189,21 @@ func TestInstallVersion(t *testing.T) {
 	// A test binary records no module version: nothing to pin.
 	require.Equal(t, "", classroom.InstallVersion("", "dev"))
 }
+
+// Lab 1.4 has no operator: the workflow starts a cluster without one, and
+// verify reads the repository (its website-crd.yaml).
+func TestWorkflowForALabWithoutOperator(t *testing.T) {
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	lab, ok := labs.Find(all, "lab-1.4")
+	require.True(t, ok)
+	var b bytes.Buffer
+	require.NoError(t, classroom.RenderWorkflow(&b, classroom.WorkflowOptions{
+		Lab: lab, Provider: classroom.ProviderLocal, LabctlVersion: "v0.4.0",
+	}))
+	require.Contains(t, b.String(), "run: labctl up --provider local --no-operator\n")
+	require.NotContains(t, b.String(), "labctl up --provider local --project .")
+	require.Contains(t, b.String(), "labctl verify lab-1.4 --provider local --project . -o classroom")
+	checkWorkflowYAML(t, lab, classroom.ProviderLocal, b.Bytes())
+	lint(t, b.Bytes())
+}

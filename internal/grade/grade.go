@@ -28,6 +28,7 @@ import (
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/supervise"
@@ -405,9 +406,17 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		}
 		project = box.Src()
 	}
-	p, err := deploy.LoadProject(project)
+	// A lab without an operator (1.4: a CRD the student writes) has no
+	// kubebuilder project to load, build or run: its checks read the files.
+	ref, err := reference.Lookup(g.o.Lab.Project)
 	if err != nil {
 		return failWith(report.OutcomeError, err)
+	}
+	p := &deploy.Project{Dir: project}
+	if ref.Operator {
+		if p, err = deploy.LoadProject(project); err != nil {
+			return failWith(report.OutcomeError, err)
+		}
 	}
 
 	// A fresh cluster of its own: different CRDs and operators never meet.
@@ -435,15 +444,18 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 	// Build, install CRDs and RBAC, run the manager under its identity.
 	g.progress.set(sub.Student, "deploying", "")
 	t = time.Now()
-	op, err := deploy.RunLocal(ctx, c, p, deploy.LocalOptions{
-		Streams:      streams,
-		Go:           g.o.Go,
-		TiedToParent: true,
-		ReadyTimeout: g.o.ManagerReadyTimeout,
-		Limits:       g.o.Limits,
-		Box:          box,
-		KeepUnready:  true,
-	})
+	var op *deploy.Operator
+	if ref.Operator {
+		op, err = deploy.RunLocal(ctx, c, p, deploy.LocalOptions{
+			Streams:      streams,
+			Go:           g.o.Go,
+			TiedToParent: true,
+			ReadyTimeout: g.o.ManagerReadyTimeout,
+			Limits:       g.o.Limits,
+			Box:          box,
+			KeepUnready:  true,
+		})
+	}
 	phase("deploy", t)
 	var buildErr *deploy.BuildError
 	switch {

@@ -21,6 +21,11 @@ type Lab struct {
 	Module int    `json:"module"`
 	// Source names the lab text in the course repository.
 	Source string `json:"source,omitempty"`
+	// Project names the reference project the lab builds on (its answer,
+	// and the operator labctl deploys for it): "" or postgres for the
+	// Database operator, hello for the Hello World operator, website for
+	// lab 1.4's CRD, which has no operator (internal/reference).
+	Project string `json:"project,omitempty"`
 	// Kinds maps the short names used in refs (database) to
 	// group/version/Kind (database.example.com/v1/Database), on top of the
 	// built-in ones (statefulset, service, secret, ...).

@@ -1,26 +1,107 @@
-// Package reference provides the course's reference operator (operator/ in
-// this repository, embedded into labctl) as a project directory on disk, so
-// a user with only the labctl binary can deploy it.
+// Package reference provides the course's reference projects, embedded into
+// labctl, as project directories on disk, so a user with only the labctl
+// binary can deploy them: the Database operator (operator/ in this
+// repository), the Hello World operator (hello-world-operator/) and lab
+// 1.4's Website CRD, which has no operator at all.
 package reference
 
 import (
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
+	helloworldoperator "github.com/example/hello-world-operator"
 	postgresoperator "github.com/example/postgres-operator"
 )
 
-// Source is the embedded project.
+// Names of the reference projects, as labs name them (`project:` in a lab).
+const (
+	Postgres = "postgres"
+	Hello    = "hello"
+	Website  = "website"
+)
+
+// Project is one reference project.
+type Project struct {
+	// Name is what labs call it.
+	Name string
+	// Source is the project's files.
+	Source fs.FS
+	// RepoDir is its directory in this repository (for the tests, which
+	// copy and patch it).
+	RepoDir string
+	// Operator says whether the project has a manager to deploy; a
+	// project without one (lab 1.4's CRD) is applied by the student.
+	Operator bool
+	// ProjectName is PROJECT's projectName, which the course's own
+	// project shares ("" without an operator).
+	ProjectName string
+}
+
+//go:embed website
+var website embed.FS
+
+func websiteFS() fs.FS {
+	sub, err := fs.Sub(website, "website")
+	if err != nil {
+		panic(err) // the embed directive guarantees the directory
+	}
+	return sub
+}
+
+var projects = []Project{
+	{Name: Postgres, Source: postgresoperator.Source, RepoDir: "operator", Operator: true, ProjectName: "postgres-operator"},
+	{Name: Hello, Source: helloworldoperator.Source, RepoDir: "hello-world-operator", Operator: true, ProjectName: "hello-world-operator"},
+	{Name: Website, Source: websiteFS(), RepoDir: filepath.Join("internal", "reference", "website")},
+}
+
+// Source is the Database operator, the default project.
 var Source fs.FS = postgresoperator.Source
 
-// Dir returns a directory holding the reference operator's source,
-// extracting it into cacheDir/reference/<content hash> the first time.
+// Lookup finds a reference project by name; "" is the Database operator.
+func Lookup(name string) (Project, error) {
+	if name == "" {
+		name = Postgres
+	}
+	i := slices.IndexFunc(projects, func(p Project) bool { return p.Name == name })
+	if i < 0 {
+		var names []string
+		for _, p := range projects {
+			names = append(names, p.Name)
+		}
+		return Project{}, fmt.Errorf("no reference project %q (there are %s)", name, strings.Join(names, ", "))
+	}
+	return projects[i], nil
+}
+
+// ByProjectName finds the reference project whose kubebuilder projectName
+// is name (postgres-operator, hello-world-operator): the project a running
+// operator belongs to.
+func ByProjectName(name string) (Project, bool) {
+	i := slices.IndexFunc(projects, func(p Project) bool { return p.ProjectName != "" && p.ProjectName == name })
+	if i < 0 {
+		return Project{}, false
+	}
+	return projects[i], true
+}
+
+// Dir returns a directory holding the Database operator's source; see
+// Project.Dir.
 func Dir(cacheDir string) (string, error) {
-	sum, err := hash(Source)
+	p, _ := Lookup(Postgres)
+	return p.Dir(cacheDir)
+}
+
+// Dir returns a directory holding the project's source, extracting it
+// into cacheDir/reference/<content hash> the first time.
+func (p Project) Dir(cacheDir string) (string, error) {
+	sum, err := hash(p.Source)
 	if err != nil {
 		return "", err
 	}
@@ -30,8 +111,8 @@ func Dir(cacheDir string) (string, error) {
 	}
 	tmp := dir + ".tmp"
 	_ = os.RemoveAll(tmp)
-	if err := os.CopyFS(tmp, Source); err != nil {
-		return "", fmt.Errorf("extract the reference operator: %w", err)
+	if err := os.CopyFS(tmp, p.Source); err != nil {
+		return "", fmt.Errorf("extract the reference project %s: %w", p.Name, err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
 		return "", err

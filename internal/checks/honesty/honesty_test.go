@@ -32,6 +32,7 @@ import (
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/supervise"
 	"github.com/labctl/labctl/internal/testcluster"
@@ -164,6 +165,29 @@ var mutants = []struct {
 	{"backups-marker-only-on-backup-controller", "lab-8.2", []string{"2.2"}},
 	{"backup-logger-without-context", "lab-8.2", []string{"4.3"}},
 	{"manager-without-controllers", "lab-8.2", []string{"1.4", "1.5", "2.2", "3.1", "3.2", "4.1", "4.2", "4.3", "cleanup"}},
+	{"website-without-shortname", "lab-1.4", []string{"1.1"}},
+	{"website-version-not-served", "lab-1.4", []string{"1.1", "1.2", "2.1", "2.2", "3.1", "3.2", "3.3", "3.4", "3.5", "4.1", "4.2"}},
+	{"website-only-https", "lab-1.4", []string{"1.1", "2.2"}},
+	{"website-replicas-optional", "lab-1.4", []string{"1.1", "3.1"}},
+	{"website-url-without-pattern", "lab-1.4", []string{"1.1", "3.2"}},
+	{"website-replicas-without-minimum", "lab-1.4", []string{"1.1", "3.3"}},
+	{"website-environment-without-enum", "lab-1.4", []string{"1.1", "3.4"}},
+	{"website-environment-without-default", "lab-1.4", []string{"1.1", "3.5"}},
+	{"website-replicas-maximum-4", "lab-1.4", []string{"1.1", "2.2", "4.1", "4.2"}},
+	{"hello-project-wrong-repo", "lab-2.4", []string{"1.2"}},
+	{"hello-project-without-helloworld", "lab-2.4", []string{"2.1", "3.2"}},
+	{"hello-count-without-maximum", "lab-2.4", []string{"3.1"}},
+	{"hello-stale-crd", "lab-2.4", []string{"3.2", "5.1"}},
+	{"hello-configmaps-without-delete", "lab-2.4", []string{"4.1"}},
+	{"hello-no-configmap-owner-reference", "lab-2.4", []string{"5.3", "7.1"}},
+	{"hello-status-never-set", "lab-2.4", []string{"5.4"}},
+	{"hello-message-not-propagated", "lab-2.4", []string{"6.1"}},
+	{"hello-count-minimum-5", "lab-2.4", []string{"3.1", "8.1"}},
+	{"hello-no-reconcile-logs", "lab-3.1", []string{"2.2"}},
+	{"hello-requeue-without-requeueafter", "lab-3.1", []string{"3.2"}},
+	{"hello-configmap-without-message", "lab-3.1", []string{"4.1"}},
+	{"hello-count-not-updated", "lab-3.1", []string{"4.2"}},
+	{"hello-notfound-as-error", "lab-3.1", []string{"6.1"}},
 }
 
 // diagnoses: for some mutants, what the headline of a failed task must
@@ -185,6 +209,8 @@ var courseVariants = []struct{ name, lab string }{
 	{"secret-map-func", "lab-4.3"},
 	{"requeue-for-visualisation", "lab-4.4"},
 	{"polling-simulated-backup", "lab-8.2"},
+	{"hello-without-owns-configmap", "lab-2.4"},
+	{"hello-without-owns-configmap", "lab-3.1"},
 }
 
 // TestHonesty runs the reference, then every mutant, on the shared cluster
@@ -209,18 +235,53 @@ func TestHonesty(t *testing.T) {
 		// Sources edited after the deploy: verify warns that the running
 		// operator is stale (grade fails it).
 		t.Run("stale", func(t *testing.T) {
-			now := time.Now()
-			require.NoError(t, os.Chtimes(filepath.Join(dir, "cmd", "main.go"), now, now))
+			main := filepath.Join(dir, "cmd", "main.go")
+			f, err := os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("\n// edited after the deploy\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
 			rep := verify(t, "lab-8.2", op, dir, "4.1")
 			require.Len(t, rep.Tasks, 1)
 			assert.Equal(t, report.Warn, rep.Tasks[0].Status, render(rep))
 			assert.Contains(t, render(rep), "older sources")
 		})
 	})
+	t.Run("hello-reference", func(t *testing.T) {
+		dir := copyProject(t, reference.Hello, "")
+		op := deployOperator(t, dir)
+		for _, lab := range []string{"lab-2.4", "lab-3.1"} {
+			rep := verify(t, lab, op, dir)
+			require.Empty(t, rep.FailedTasks(), "the Hello World operator must pass every task of %s:\n%s", lab, render(rep))
+		}
+	})
+	t.Run("website-reference", func(t *testing.T) {
+		dir := copyProject(t, reference.Website, "")
+		rep := verify(t, "lab-1.4", nil, dir)
+		require.Empty(t, rep.FailedTasks(), "the Website CRD must pass every task of lab-1.4:\n%s", render(rep))
+
+		// `labctl verify 1.4` needs no operator: it neither looks for one
+		// nor fails for want of one.
+		s, out, _ := iostreams.Test(false)
+		f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+		o := &verifycmd.Options{FindOperator: func(context.Context, *cluster.Cluster, string) (*deploy.Operator, error) {
+			t.Error("verify looked for an operator for lab 1.4")
+			return nil, nil
+		}}
+		cmd := verifycmd.NewCommand(f, func(ctx context.Context, got *verifycmd.Options) error {
+			got.FindOperator = o.FindOperator
+			return verifycmd.Run(ctx, got)
+		})
+		cmd.SetArgs([]string{"1.4", "--project", dir, "--name", env.Name, "--provider", local.ProviderName, "-o", "json"})
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		require.NoError(t, cmd.Execute(), out.String())
+		assert.Contains(t, out.String(), "crd-applied")
+	})
 	for _, v := range courseVariants {
-		t.Run("course/"+v.name, func(t *testing.T) {
-			dir := copyOperator(t, filepath.Join("testdata", "course", v.name+".patch"))
-			op := deployOperator(t, dir)
+		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
+			project := projectOf(t, v.lab)
+			dir := copyProject(t, project, filepath.Join("testdata", "course", v.name+".patch"))
+			op := deployIfOperator(t, project, dir)
 			rep := verify(t, v.lab, op, dir)
 			assert.Empty(t, rep.FailedTasks(), "the course's approach (%s) must pass every task of %s:\n%s", v.name, v.lab, render(rep))
 			// And `labctl grade` gives it full marks, under either credit.
@@ -233,8 +294,9 @@ func TestHonesty(t *testing.T) {
 	}
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
-			dir := copyOperator(t, filepath.Join("testdata", "mutants", m.name+".patch"))
-			op := deployOperator(t, dir)
+			project := projectOf(t, m.lab)
+			dir := copyProject(t, project, filepath.Join("testdata", "mutants", m.name+".patch"))
+			op := deployIfOperator(t, project, dir)
 			rep := verify(t, m.lab, op, dir)
 			want := slices.Sorted(slices.Values(m.fails))
 			got := slices.Sorted(slices.Values(rep.FailedTasks()))
@@ -250,6 +312,28 @@ func TestHonesty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// projectOf is the reference project a lab builds on.
+func projectOf(t testing.TB, labID string) string {
+	t.Helper()
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	lab, ok := labs.Find(all, labID)
+	require.True(t, ok, labID)
+	return lab.Project
+}
+
+// deployIfOperator deploys the project when it has an operator (lab 1.4's
+// CRD has none: nil).
+func deployIfOperator(t testing.TB, project, dir string) *deploy.Operator {
+	t.Helper()
+	ref, err := reference.Lookup(project)
+	require.NoError(t, err)
+	if !ref.Operator {
+		return nil
+	}
+	return deployOperator(t, dir)
 }
 
 // TestMutantTable checks the table against testdata and the labs: every
@@ -310,4 +394,14 @@ func testVerifyCommand(t *testing.T) {
 	assert.Equal(t, userr.ExitChecks, userr.Code(err))
 	assert.Contains(t, out, "✗ 5.1")
 	assert.Contains(t, out, "findDatabasesByOwner")
+
+	// A Hello World lab against the Database operator says what to run.
+	s, _, errOut := iostreams.Test(false)
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+	cmd := verifycmd.NewCommand(f, nil)
+	cmd.SetArgs([]string{"2.4", "--task", "1.2", "--name", env.Name, "--provider", local.ProviderName})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err = cmd.Execute()
+	assert.Equal(t, userr.ExitChecks, userr.Code(err))
+	assert.Contains(t, errOut.String(), "the operator running is postgres-operator, but lab-2.4 builds on hello-world-operator: run `labctl up --lab lab-2.4`")
 }

@@ -22,15 +22,23 @@ import (
 
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/reference"
 )
 
-// referenceDir is the reference operator in this repository.
-func referenceDir(t testing.TB) string {
+// referenceDir is the reference project of that name in this repository
+// ("" is the Database operator; see reference.Lookup).
+func referenceDir(t testing.TB, project string) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "operator"))
+	ref, err := reference.Lookup(project)
 	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(dir, "PROJECT"))
-	require.NoError(t, err, "the reference operator is expected in %s", dir)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ref.RepoDir))
+	require.NoError(t, err)
+	marker := "PROJECT"
+	if !ref.Operator {
+		marker = "."
+	}
+	_, err = os.Stat(filepath.Join(dir, marker))
+	require.NoError(t, err, "the reference project %s is expected in %s", ref.Name, dir)
 	return dir
 }
 
@@ -38,9 +46,11 @@ func referenceDir(t testing.TB) string {
 // path, because the Go build cache keys compiled packages by their
 // directory too. At one path, a mutant whose files are unchanged since the
 // last run costs a link, not a compile.
-func workDir(t testing.TB) string {
+func workDir(t testing.TB, project string) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ".labctl-tmp", "honesty", "postgres-operator"))
+	ref, err := reference.Lookup(project)
+	require.NoError(t, err)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ".labctl-tmp", "honesty", ref.Name))
 	require.NoError(t, err)
 	return dir
 }
@@ -62,12 +72,19 @@ func lockWorkDir() error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 }
 
-// copyOperator copies the reference operator into workDir (replacing what
+// copyOperator copies the Database operator into workDir (replacing what
 // was there) and applies a mutant patch to it ("" for none).
 func copyOperator(t testing.TB, patch string) string {
 	t.Helper()
-	src := referenceDir(t)
-	dst := workDir(t)
+	return copyProject(t, "", patch)
+}
+
+// copyProject copies a reference project (by name, "" for the Database
+// operator) into its workDir and applies a patch to it ("" for none).
+func copyProject(t testing.TB, project, patch string) string {
+	t.Helper()
+	src := referenceDir(t, project)
+	dst := workDir(t, project)
 	require.NoError(t, os.RemoveAll(dst))
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

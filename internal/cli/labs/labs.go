@@ -13,6 +13,7 @@ import (
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	labsfs "github.com/labctl/labctl/labs"
 )
@@ -84,9 +85,21 @@ func Run(_ context.Context, o *Options) error {
 		return err
 	}
 	if o.Lab == "" {
-		t := s.NewTable("LAB", "TITLE", "TASKS", "POINTS")
+		// Grouped by module: on a terminal the module is named once, above
+		// its labs; piped, every row carries it.
+		t := s.NewTable("MODULE", "LAB", "TITLE", "PROJECT", "TASKS", "POINTS")
+		prev := 0
 		for _, l := range all {
-			t.Row(l.ID, l.Title.In(lang), strconv.Itoa(len(l.Tasks)), strconv.Itoa(l.MaxPoints()))
+			module := strconv.Itoa(l.Module)
+			if s.IsTTY() && l.Module == prev {
+				module = ""
+			}
+			prev = l.Module
+			project := l.Project
+			if project == "" {
+				project = reference.Postgres
+			}
+			t.Row(module, l.ID, l.Title.In(lang), project, strconv.Itoa(len(l.Tasks)), strconv.Itoa(l.MaxPoints()))
 		}
 		return t.Print()
 	}

@@ -2,6 +2,7 @@ package labs
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,11 +26,29 @@ func run(t *testing.T, tty bool, args ...string) (string, error) {
 func TestList(t *testing.T) {
 	out, err := run(t, false, "--lang", "en")
 	require.NoError(t, err)
-	assert.Equal(t, "lab-3.2\tAPI Design for Database Operator\t11\t100\nlab-3.3\tBuilding PostgreSQL Operator\t9\t100\nlab-3.4\tAdvanced Client Operations\t13\t100\nlab-4.1\tImplementing Status Conditions\t4\t100\nlab-4.2\tImplementing Finalizers\t4\t100\nlab-4.3\tSetting Up Watches and Indexes\t6\t100\nlab-4.4\tMulti-Phase Reconciliation\t4\t100\nlab-8.2\tComposing Operators\t13\t100\n", out)
+	assert.Equal(t, "1\tlab-1.4\tCreating Your First CRD\twebsite\t11\t100\n"+
+		"2\tlab-2.4\tBuilding Hello World Operator\thello\t11\t100\n"+
+		"3\tlab-3.1\tExploring Controller Runtime\thello\t5\t100\n"+
+		"3\tlab-3.2\tAPI Design for Database Operator\tpostgres\t11\t100\n"+
+		"3\tlab-3.3\tBuilding PostgreSQL Operator\tpostgres\t9\t100\n"+
+		"3\tlab-3.4\tAdvanced Client Operations\tpostgres\t13\t100\n"+
+		"4\tlab-4.1\tImplementing Status Conditions\tpostgres\t4\t100\n"+
+		"4\tlab-4.2\tImplementing Finalizers\tpostgres\t4\t100\n"+
+		"4\tlab-4.3\tSetting Up Watches and Indexes\tpostgres\t6\t100\n"+
+		"4\tlab-4.4\tMulti-Phase Reconciliation\tpostgres\t4\t100\n"+
+		"8\tlab-8.2\tComposing Operators\tpostgres\t13\t100\n", out)
 	out, err = run(t, true, "--lang", "ru")
 	require.NoError(t, err)
 	assert.Contains(t, out, "Композиция операторов")
 	assert.Contains(t, out, "LAB")
+	// On a terminal each module is named once, above its labs.
+	var threes int
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "3 ") {
+			threes++
+		}
+	}
+	assert.Equal(t, 1, threes, out)
 }
 
 func TestShow(t *testing.T) {

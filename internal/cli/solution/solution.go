@@ -42,7 +42,8 @@ type Options struct {
 
 	// Solutions holds lab-*/files.txt (the embedded solutions/ by default).
 	Solutions fs.FS
-	// Operator holds the reference operator's files (embedded by default).
+	// Operator holds the reference project's files (by default the
+	// embedded reference project of the lab, internal/reference.Lookup).
 	Operator fs.FS
 	// Labs loads the lab definitions (for task titles).
 	Labs func() ([]*labs.Lab, error)
@@ -104,7 +105,7 @@ func ParseFiles(raw []byte) ([]Entry, error) {
 			return nil, fmt.Errorf("files.txt line %d: want TASK FILE [NAME...]", n)
 		}
 		if path.IsAbs(f[1]) || strings.Contains(f[1], "..") {
-			return nil, fmt.Errorf("files.txt line %d: %s must be relative to operator/", n, f[1])
+			return nil, fmt.Errorf("files.txt line %d: %s must be relative to the lab's project", n, f[1])
 		}
 		out = append(out, Entry{Task: f[0], File: f[1], Names: f[2:]})
 	}
@@ -134,8 +135,12 @@ func Run(_ context.Context, o *Options) error {
 	if sols == nil {
 		sols = solutions.FS
 	}
+	ref, err := reference.Lookup(lab.Project)
+	if err != nil {
+		return err
+	}
 	if op == nil {
-		op = reference.Source
+		op = ref.Source
 	}
 	raw, err := fs.ReadFile(sols, lab.ID+"/files.txt")
 	if err != nil {
@@ -154,7 +159,7 @@ func Run(_ context.Context, o *Options) error {
 		entries = slices.DeleteFunc(entries, func(e Entry) bool { return !slices.Contains(o.Tasks, e.Task) })
 	}
 	if o.Apply != "" {
-		return apply(o, op, entries)
+		return apply(o, op, ref.Operator, lab.ID, entries)
 	}
 	st := s.Styles()
 	for i, e := range entries {
@@ -165,7 +170,7 @@ func Run(_ context.Context, o *Options) error {
 		if t, ok := lab.Task(e.Task); ok {
 			title = t.Title.In(lang)
 		}
-		fmt.Fprintf(s.Out, "%s %s  %s\n", st.Bold.Render("Task "+e.Task), title, st.Muted.Render("operator/"+e.File))
+		fmt.Fprintf(s.Out, "%s %s  %s\n", st.Bold.Render("Task "+e.Task), title, st.Muted.Render(ref.RepoDir+"/"+e.File))
 		src, err := fs.ReadFile(op, e.File)
 		if err != nil {
 			return fmt.Errorf("the reference operator has no %s (solutions/%s/files.txt is out of date): %w", e.File, lab.ID, err)
@@ -259,13 +264,18 @@ func Extract(name string, src []byte, names []string) ([]Snippet, error) {
 	return out, nil
 }
 
-func apply(o *Options, op fs.FS, entries []Entry) error {
+// apply copies the files; operator says whether the lab's project is a
+// kubebuilder project (lab 1.4's is a CRD file).
+func apply(o *Options, op fs.FS, operator bool, labID string, entries []Entry) error {
 	s := o.f.IOStreams
 	dir, err := cmdutil.Dir(o.Apply, "--apply")
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "PROJECT")); err != nil {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return userr.Usage(fmt.Sprintf("project directory %s does not exist", dir), "pass --apply with the path to your kubebuilder project")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PROJECT")); err != nil && operator {
 		fmt.Fprintf(s.ErrOut, "warning: %s has no PROJECT file; is it a kubebuilder project?\n", dir)
 	}
 	var files []string
@@ -319,8 +329,12 @@ func apply(o *Options, op fs.FS, entries []Entry) error {
 		}
 		fmt.Fprintf(s.Out, "%s%s\n", verb, p.file)
 	}
-	if len(todo) > 0 {
+	switch {
+	case len(todo) == 0:
+	case operator:
 		fmt.Fprintln(s.ErrOut, "Next: make generate manifests, then labctl up --project "+o.Apply)
+	default:
+		fmt.Fprintf(s.ErrOut, "Next: kubectl apply -f the files, or labctl verify %s --project %s\n", labID, o.Apply)
 	}
 	return nil
 }

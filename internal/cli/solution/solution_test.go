@@ -29,7 +29,7 @@ func run(t *testing.T, args ...string) (string, string, error) {
 }
 
 // Every line of every files.txt names a task of its lab and code that
-// exists in the embedded reference operator.
+// exists in the embedded reference project of that lab.
 func TestMappingsMatchTheReference(t *testing.T) {
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
@@ -43,10 +43,12 @@ func TestMappingsMatchTheReference(t *testing.T) {
 		require.NoError(t, err)
 		entries, err := ParseFiles(raw)
 		require.NoError(t, err)
+		ref, err := reference.Lookup(lab.Project)
+		require.NoError(t, err)
 		for _, e := range entries {
 			_, ok := lab.Task(e.Task)
 			assert.True(t, ok, "%s/files.txt: %s has no task %s", d, lab.ID, e.Task)
-			src, err := fs.ReadFile(reference.Source, e.File)
+			src, err := fs.ReadFile(ref.Source, e.File)
 			require.NoError(t, err, "%s/files.txt: %s", d, e.File)
 			snippets, err := Extract(e.File, src, e.Names)
 			require.NoError(t, err, "%s/files.txt", d)
@@ -108,4 +110,24 @@ func TestParseFiles(t *testing.T) {
 	assert.Error(t, err)
 	_, err = ParseFiles([]byte("1.1 ../../etc/passwd\n"))
 	assert.Error(t, err)
+}
+
+// Each lab's solution comes from its own project: lab 2.4's from the Hello
+// World operator, lab 1.4's CRD file into a directory that is no
+// kubebuilder project (and needs none).
+func TestSolutionsOfOtherProjects(t *testing.T) {
+	out, _, err := run(t, "lab-2.4", "--task", "5.3")
+	require.NoError(t, err)
+	assert.Contains(t, out, "hello-world-operator/internal/controller/helloworld_controller.go")
+	assert.Contains(t, out, "ctrl.SetControllerReference(hw, cm, r.Scheme)")
+
+	dir := t.TempDir()
+	out, errOut, err := run(t, "lab-1.4", "--apply", dir)
+	require.NoError(t, err)
+	assert.Contains(t, out, "created    website-crd.yaml")
+	assert.NotContains(t, errOut, "no PROJECT file")
+	assert.Contains(t, errOut, "labctl verify lab-1.4 --project "+dir)
+	got, err := os.ReadFile(filepath.Join(dir, "website-crd.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "shortNames:\n    - ws")
 }

@@ -11,7 +11,10 @@ import (
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/userr"
+	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Options are the flags of `labctl up`.
@@ -21,6 +24,7 @@ type Options struct {
 	Provider   string
 	Name       string
 	Project    string
+	Lab        string
 	Reference  bool
 	NoOperator bool
 	Kubeconfig string
@@ -42,8 +46,11 @@ kubeconfig context). The default picks kind when a container engine works,
 else local.
 
 With --project, your kubebuilder project is deployed; without it, the
-course's reference operator is.`,
+course's reference operator is: the Database operator, or with --lab the
+reference of that lab's project (the Hello World operator for labs 2.4 and
+3.1; none for lab 1.4, whose CRD you apply yourself).`,
 		Example: `  labctl up
+  labctl up --lab 2.4
   labctl up --project ~/postgres-operator
   labctl up --provider local --name lab1`,
 		Args: cobra.NoArgs,
@@ -57,6 +64,7 @@ course's reference operator is.`,
 	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "cluster provider: auto, kind, local or existing")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
 	cmd.Flags().StringVar(&o.Project, "project", "", "kubebuilder project to deploy (default: the reference operator)")
+	cmd.Flags().StringVar(&o.Lab, "lab", "", "deploy the reference operator of this lab's project (e.g. 2.4: the Hello World operator)")
 	cmd.Flags().BoolVar(&o.Reference, "reference", false, "deploy the reference operator even inside a project directory")
 	cmd.Flags().BoolVar(&o.NoOperator, "no-operator", false, "create the cluster only")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig to merge the cluster's context into (default $KUBECONFIG or ~/.kube/config)")
@@ -66,6 +74,7 @@ course's reference operator is.`,
 	})
 	cmd.MarkFlagsMutuallyExclusive("project", "reference")
 	cmd.MarkFlagsMutuallyExclusive("project", "no-operator")
+	cmd.MarkFlagsMutuallyExclusive("project", "lab")
 	return cmd
 }
 
@@ -83,6 +92,10 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 		o.Project = dir
+	}
+	project, deployOperator, err := o.projectToDeploy()
+	if err != nil {
+		return err
 	}
 	prov, reason, err := o.f.Providers.Resolve(ctx, o.Provider)
 	if err != nil {
@@ -111,8 +124,8 @@ func Run(ctx context.Context, o *Options) error {
 	if c.Reused {
 		fmt.Fprintf(s.ErrOut, "%s cluster %q is already running.\n", prov.Name(), c.Name)
 	}
-	if !o.NoOperator && o.f.DeployOperator != nil {
-		if err := o.f.DeployOperator(ctx, c, o.Project); err != nil {
+	if !o.NoOperator && deployOperator && o.f.DeployOperator != nil {
+		if err := o.f.DeployOperator(ctx, c, project); err != nil {
 			return err
 		}
 	}
@@ -120,9 +133,41 @@ func Run(ctx context.Context, o *Options) error {
 	fmt.Fprintf(s.Out, "%s cluster %s is ready; kubectl context %s\n", st.Success.Render("✓"), st.Bold.Render(c.Name), st.Bold.Render(c.Context))
 	fmt.Fprintf(s.Out, "  kubeconfig: %s\n", c.Kubeconfig)
 	next := cmdutil.Invocation() + " verify lab-8.2"
+	if o.Lab != "" {
+		next = cmdutil.Invocation() + " verify " + o.Lab
+	}
 	if c.Name != cluster.DefaultName {
 		next += " --name " + c.Name
 	}
 	fmt.Fprintln(s.Out, "  next: "+next)
 	return nil
+}
+
+// projectToDeploy is --project, or with --lab the directory of that lab's
+// reference project; withOperator is false for a project without an operator.
+func (o *Options) projectToDeploy() (dir string, withOperator bool, err error) {
+	if o.Lab == "" {
+		return o.Project, true, nil
+	}
+	all, err := labs.Load(labsfs.FS)
+	if err != nil {
+		return "", false, err
+	}
+	lab, ok := labs.Find(all, o.Lab)
+	if !ok {
+		return "", false, userr.Usage(fmt.Sprintf("there is no lab %q", o.Lab), "`labctl labs` lists them")
+	}
+	ref, err := reference.Lookup(lab.Project)
+	if err != nil {
+		return "", false, err
+	}
+	if !ref.Operator {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "%s needs no operator: none is deployed.\n", lab.ID)
+		return "", false, nil
+	}
+	p, err := deploy.ResolveProjectFor("", ref.Name)
+	if err != nil {
+		return "", false, err
+	}
+	return p.Dir, true, nil
 }

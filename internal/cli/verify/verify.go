@@ -25,6 +25,7 @@ import (
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/userr"
 	labsfs "github.com/labctl/labctl/labs"
@@ -199,13 +200,31 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	cleanStaleNamespaces(ctx, c)
-	find := o.FindOperator
-	if find == nil {
-		find = FindOperator
-	}
-	op, err := find(ctx, c, project)
+	ref, err := reference.Lookup(lab.Project)
 	if err != nil {
 		return err
+	}
+	find := o.FindOperator
+	if find == nil {
+		find = FindOperatorFor(ref.Name)
+	}
+	var op *deploy.Operator
+	if ref.Operator {
+		if op, err = find(ctx, c, project); err != nil {
+			return err
+		}
+		if op != nil && op.Project != nil {
+			if other, ok := reference.ByProjectName(op.Project.Name); ok && other.Name != ref.Name {
+				fmt.Fprintf(s.ErrOut, "warning: the operator running is %s, but %s builds on %s: run `labctl up --lab %s` (or --project with your project) first\n",
+					op.Project.Name, lab.ID, ref.ProjectName, lab.ID)
+			}
+		}
+	} else if project == "" {
+		// Lab 1.4 has no operator and no kubebuilder project: its files
+		// (website-crd.yaml) are in the current directory, if anywhere.
+		if wd, err := os.Getwd(); err == nil {
+			project = wd
+		}
 	}
 	if project == "" && op != nil && op.Project != nil {
 		if st, err := os.Stat(op.Project.Dir); err == nil && st.IsDir() {
@@ -305,11 +324,24 @@ func write(s *iostreams.IOStreams, lab *labs.Lab, rep *report.Report, format str
 	return classroom.Write(s.Out, lab, rep)
 }
 
-// FindOperator finds the operator under test: the manager labctl runs as a
-// local process on the local provider, else the manager Deployment of the
-// project (--project, the current directory, or the reference operator,
-// which shares its names with the course's project).
+// FindOperator finds the operator under test of the Database labs; see
+// FindOperatorFor.
 func FindOperator(ctx context.Context, c *cluster.Cluster, projectDir string) (*deploy.Operator, error) {
+	return FindOperatorFor("")(ctx, c, projectDir)
+}
+
+// FindOperatorFor finds the operator under test of a lab built on the
+// reference project ref: the manager labctl runs as a local process on the
+// local provider, else the manager Deployment of the project (--project,
+// the current directory, or the reference project, which shares its names
+// with the course's project).
+func FindOperatorFor(ref string) OperatorFinder {
+	return func(ctx context.Context, c *cluster.Cluster, projectDir string) (*deploy.Operator, error) {
+		return findOperator(ctx, c, projectDir, ref)
+	}
+}
+
+func findOperator(ctx context.Context, c *cluster.Cluster, projectDir, ref string) (*deploy.Operator, error) {
 	if c.Provider == local.ProviderName {
 		return deploy.CurrentLocal(c)
 	}
@@ -319,7 +351,7 @@ func FindOperator(ctx context.Context, c *cluster.Cluster, projectDir string) (*
 			dir = wd
 		}
 	}
-	p, err := deploy.ResolveProject(dir)
+	p, err := deploy.ResolveProjectFor(dir, ref)
 	if err != nil {
 		return nil, err
 	}
