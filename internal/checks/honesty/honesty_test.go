@@ -205,6 +205,7 @@ var courseVariants = []struct{ name, lab string }{
 	{"module3-phase-enum", "lab-3.2"},
 	{"always-patch-replicas", "lab-3.3"},
 	{"always-patch-replicas", "lab-3.4"},
+	{"status-observed-generation-unset", "lab-4.1"},
 	{"finalizer-before-deletion-check", "lab-4.2"},
 	{"secret-map-func", "lab-4.3"},
 	{"requeue-for-visualisation", "lab-4.4"},
