@@ -176,13 +176,19 @@ func Run(ctx context.Context, o *Options) error {
 	if o.Timeout <= 0 {
 		return userr.Usage(fmt.Sprintf("--timeout must be positive, got %s", o.Timeout), "for example --timeout 15m")
 	}
+	ref, err := reference.Lookup(lab.Project)
+	if err != nil {
+		return err
+	}
 	project := ""
 	if o.Project != "" {
 		abs, err := cmdutil.Dir(o.Project, "--project")
 		if err != nil {
 			return err
 		}
-		if !isProject(abs) {
+		// A lab without an operator (1.4) reads plain files, no kubebuilder
+		// project.
+		if ref.Operator && !isProject(abs) {
 			return userr.Usage(fmt.Sprintf("%s is not a kubebuilder project (it has no PROJECT or no go.mod)", abs),
 				"point --project at the directory where you ran `kubebuilder init`")
 		}
@@ -200,10 +206,6 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	cleanStaleNamespaces(ctx, c)
-	ref, err := reference.Lookup(lab.Project)
-	if err != nil {
-		return err
-	}
 	find := o.FindOperator
 	if find == nil {
 		find = FindOperatorFor(ref.Name)
