@@ -44,7 +44,7 @@ row "memory control plane total, PSS (shared binary pages counted once)" "$pss M
 row "memory control plane total, RSS (shared pages counted per process)" "$rss MiB" ""
 
 known_labs=$("$LABCTL" labs 2>/dev/null || true)
-for lab in lab-8.2 lab-3.4; do
+for lab in lab-3.2 lab-3.3 lab-3.4 lab-4.1 lab-4.2 lab-4.3 lab-4.4 lab-8.2; do
   # warm once (the project's packages compile on the first run), then time
   "$LABCTL" verify "$lab" --name bench >/dev/null 2>&1 || true
   if grep -q "$lab" <<<"$known_labs"; then
@@ -88,4 +88,10 @@ if [ -z "${BENCH_QUICK:-}" ]; then
   echo
   echo "go test -bench Verify (reference, local provider):"
   go test -run '^$' -bench Verify -benchtime 3x ./internal/checks/honesty/ 2>&1 | grep -E 'Benchmark' || true
+  echo
+  echo "go test -bench SandboxSetup (one submission's box: private copy, overlay, namespaces):"
+  go test -run '^$' -bench SandboxSetup ./internal/sandbox/ 2>&1 | grep -E 'Benchmark' || true
+  echo
+  echo "go test -bench HTMLReport (report.html for 200 students):"
+  go test -run '^$' -bench HTMLReport ./internal/report/ 2>&1 | grep -E 'Benchmark' || true
 fi
