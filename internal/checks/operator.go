@@ -284,9 +284,16 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	start := time.Now()
 	// One compile at a time, at low priority: the cluster and the operator
 	// share the machine with it while the other checks run.
+	// The go command's work directory is ours: go removes its own only when
+	// it exits normally, and a verify that is interrupted kills it.
+	work, err := os.MkdirTemp("", "labctl-build-")
+	if err != nil {
+		return errorf("cannot create a work directory for go: %v", err)
+	}
+	defer os.RemoveAll(work)
 	cmd := exec.CommandContext(ctx, goBin, "list", "-export", "-p", "1", "./...")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOTMPDIR="+work)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	err = cmd.Start()
