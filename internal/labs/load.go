@@ -189,6 +189,19 @@ func (l *Lab) Validate() error {
 			add("kinds.%s: %v", k, err)
 		}
 	}
+	for _, k := range l.Reset.Order {
+		if _, ok := l.Kinds[k]; !ok {
+			add("reset.order: %q is not one of the lab's kinds", k)
+		}
+	}
+	for i, lo := range l.Reset.Leftovers {
+		if _, err := l.ResolveKind(lo.Kind); err != nil {
+			add("reset.leftovers[%d]: %v", i, err)
+		}
+		if len(lo.Selects) == 0 && len(lo.Labels) == 0 && lo.NameSuffix == "" && len(lo.DataKeys) == 0 {
+			add("reset.leftovers[%d]: matches every %s: give selects, labels, nameSuffix or dataKeys", i, lo.Kind)
+		}
+	}
 	if l.Defaults.Timeout.Local <= 0 || l.Defaults.Timeout.Kind <= 0 {
 		add("defaults.timeout needs local and kind durations")
 	}

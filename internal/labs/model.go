@@ -29,8 +29,16 @@ type Lab struct {
 	// Kinds maps the short names used in refs (database) to
 	// group/version/Kind (database.example.com/v1/Database), on top of the
 	// built-in ones (statefulset, service, secret, ...).
-	Kinds    map[string]string `json:"kinds,omitempty"`
-	Defaults Defaults          `json:"defaults,omitempty"`
+	//
+	// Kinds are also what `labctl reset` deletes: every object of a lab's
+	// own kind (any lab's, across the cluster or a namespace), then
+	// whatever garbage collection removes because it owned it. Its
+	// children need no declaration: reset finds them by their owner
+	// references, in every resource the API server lists.
+	Kinds map[string]string `json:"kinds,omitempty"`
+	// Reset says what `labctl reset` cannot learn from Kinds alone.
+	Reset    Reset    `json:"reset,omitempty"`
+	Defaults Defaults `json:"defaults,omitempty"`
 	// Bindings hold what the lab writes once and uses in several steps,
 	// as YAML anchors (`test-db: &test-db {...}`, then `spec: *test-db`).
 	// The loader resolves them; the engine never reads this field.
@@ -40,6 +48,41 @@ type Lab struct {
 	// objects; then those marked alone, one at a time; then the lab's
 	// cleanup scenario; then those marked final.
 	Scenarios []Scenario `json:"scenarios"`
+}
+
+// Reset is what `labctl reset` needs to know of a lab beyond its Kinds.
+// Reset runs over every lab at once (it takes no lab argument), so each
+// lab declares only what its text introduces: lab 8.2 the order of its
+// Backup and Database, the first Database lab the leftovers of the
+// Database operator.
+type Reset struct {
+	// Order lists kinds (keys of Kinds) that must be deleted before the
+	// lab's other kinds, first to last: a kind that refers to another
+	// goes before it (a Backup before its Database, so that the Backup
+	// controller never sees its Database vanish). Kinds named in any
+	// lab's order go first, in that order; the rest follow by name.
+	Order []string `json:"order,omitempty"`
+	// Leftovers describe what the lab's operator creates that reset should
+	// recognise when no owner reference ties it to a lab object any
+	// more (a student's controller that never set one, or a Database
+	// deleted with --cascade=orphan). Reset lists them, and deletes them
+	// only under --force.
+	Leftovers []Leftover `json:"leftovers,omitempty"`
+}
+
+// Leftover matches objects of one kind; every field set must hold.
+type Leftover struct {
+	// Kind is a short kind name (the lab's or a built-in one).
+	Kind string `json:"kind"`
+	// Selects are labels the object selects: a workload's
+	// spec.selector.matchLabels or a Service's spec.selector.
+	Selects map[string]string `json:"selects,omitempty"`
+	// Labels are labels the object carries.
+	Labels map[string]string `json:"labels,omitempty"`
+	// NameSuffix ends the object's name (-credentials).
+	NameSuffix string `json:"nameSuffix,omitempty"`
+	// DataKeys are keys of the object's data (a Secret's or ConfigMap's).
+	DataKeys []string `json:"dataKeys,omitempty"`
 }
 
 // Defaults are the timeouts of steps that do not set their own.
