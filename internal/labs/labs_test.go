@@ -11,6 +11,7 @@ import (
 	labsfs "github.com/labctl/labctl/labs"
 
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/userr"
 )
 
 func TestEmbeddedLabsLoad(t *testing.T) {
@@ -103,4 +104,36 @@ func TestParsePath(t *testing.T) {
 
 	_, err = labs.ParsePath("spec.ports[-1].port")
 	assert.Error(t, err)
+}
+
+func TestFindLab(t *testing.T) {
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	l, err := labs.FindLab(all, "3.4")
+	require.NoError(t, err)
+	assert.Equal(t, "lab-3.4", l.ID)
+	_, err = labs.FindLab(all, "9.9")
+	require.Error(t, err)
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
+	assert.Contains(t, userr.Message(err), `there is no lab "9.9"`)
+}
+
+func TestResolveLang(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, c := range []struct {
+		flag string
+		env  map[string]string
+		want string
+	}{
+		{"", map[string]string{"LANG": "ru_RU.UTF-8"}, "ru"},
+		{"", map[string]string{"LANG": "en_US.UTF-8"}, "en"},
+		{"", map[string]string{"LANG": "ru_RU.UTF-8", "LC_ALL": "C"}, "en"},
+		{"", map[string]string{"LC_MESSAGES": "ru_RU"}, "ru"},
+		{"", nil, "en"},
+		{"ru", map[string]string{"LANG": "en_US"}, "ru"},
+	} {
+		got, err := labs.ResolveLang(c.flag, env(c.env))
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "%v %v", c.flag, c.env)
+	}
 }

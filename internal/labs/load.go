@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/labctl/labctl/internal/userr"
 )
 
 // BuiltinKinds are the short kind names every lab may use in refs.
@@ -86,6 +88,16 @@ func Find(all []*Lab, id string) (*Lab, bool) {
 		}
 	}
 	return nil, false
+}
+
+// FindLab resolves a lab argument ("lab-8.2" or "8.2") as every command
+// does: a usage error that lists the labs when there is no such lab.
+func FindLab(all []*Lab, id string) (*Lab, error) {
+	lab, ok := Find(all, id)
+	if !ok {
+		return nil, userr.Usage(fmt.Sprintf("there is no lab %q", id), "labs: "+strings.Join(IDs(all), ", ")+" (`labctl labs` lists them)")
+	}
+	return lab, nil
 }
 
 // IDs lists the labs' IDs.

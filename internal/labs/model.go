@@ -9,8 +9,12 @@ package labs
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/labctl/labctl/internal/userr"
 )
 
 // Lab is one lab of the course.
@@ -408,6 +412,21 @@ func LangFromEnv(getenv func(string) string) string {
 		}
 	}
 	return "en"
+}
+
+// ResolveLang resolves a --lang flag ("" is the locale's language; EN and
+// en alike), with a usage error for a language labs are not written in.
+func ResolveLang(flag string, getenv func(string) string) (string, error) {
+	if flag == "" {
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		return LangFromEnv(getenv), nil
+	}
+	if l := strings.ToLower(flag); slices.Contains(Langs, l) {
+		return l, nil
+	}
+	return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang "+strings.Join(Langs, " or --lang "))
 }
 
 // Langs are the languages labs are written in.

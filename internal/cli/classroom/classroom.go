@@ -15,7 +15,6 @@ import (
 
 	"github.com/labctl/labctl/internal/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
-	"github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/userr"
@@ -88,7 +87,7 @@ func Run(_ context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	lab, err := verify.FindLab(all, o.Lab)
+	lab, err := labs.FindLab(all, o.Lab)
 	if err != nil {
 		return err
 	}

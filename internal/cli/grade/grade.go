@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
-	"github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/policy"
@@ -163,7 +162,7 @@ func Run(ctx context.Context, o *Options) error {
 	if o.Timeout <= 0 {
 		return userr.Usage("--timeout must be positive", "for example --timeout 10m")
 	}
-	lang, err := verify.Lang(o.Lang, nil)
+	lang, err := labs.ResolveLang(o.Lang, nil)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
-	"github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
@@ -80,7 +79,7 @@ func Run(_ context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	lang, err := verify.Lang(o.Lang, o.Getenv)
+	lang, err := labs.ResolveLang(o.Lang, o.Getenv)
 	if err != nil {
 		return err
 	}
@@ -103,7 +102,7 @@ func Run(_ context.Context, o *Options) error {
 		}
 		return t.Print()
 	}
-	lab, err := verify.FindLab(all, o.Lab)
+	lab, err := labs.FindLab(all, o.Lab)
 	if err != nil {
 		return err
 	}

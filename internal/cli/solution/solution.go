@@ -22,7 +22,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
-	"github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/userr"
@@ -123,11 +122,11 @@ func Run(_ context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	lab, err := verify.FindLab(all, o.Lab)
+	lab, err := labs.FindLab(all, o.Lab)
 	if err != nil {
 		return err
 	}
-	lang, err := verify.Lang(o.Lang, o.Getenv)
+	lang, err := labs.ResolveLang(o.Lang, o.Getenv)
 	if err != nil {
 		return err
 	}

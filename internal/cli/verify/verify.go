@@ -121,31 +121,6 @@ func loadLabs(o *Options) ([]*labs.Lab, error) {
 	return labs.Load(labsfs.FS)
 }
 
-// FindLab resolves a lab argument ("lab-8.2" or "8.2") with a usage error
-// that lists the labs.
-func FindLab(all []*labs.Lab, id string) (*labs.Lab, error) {
-	lab, ok := labs.Find(all, id)
-	if !ok {
-		return nil, userr.Usage(fmt.Sprintf("there is no lab %q", id), "labs: "+strings.Join(labs.IDs(all), ", ")+" (`labctl labs` lists them)")
-	}
-	return lab, nil
-}
-
-// Lang resolves --lang, defaulting to the locale.
-func Lang(flag string, getenv func(string) string) (string, error) {
-	if flag == "" {
-		if getenv == nil {
-			getenv = os.Getenv
-		}
-		return labs.LangFromEnv(getenv), nil
-	}
-	// EN and en alike: every command that takes --lang accepts either.
-	if l := strings.ToLower(flag); slices.Contains(labs.Langs, l) {
-		return l, nil
-	}
-	return "", userr.Usage(fmt.Sprintf("unknown language %q", flag), "use --lang "+strings.Join(labs.Langs, " or --lang "))
-}
-
 // Run does the work of `labctl verify`.
 func Run(ctx context.Context, o *Options) error {
 	s := o.f.IOStreams
@@ -153,7 +128,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	lab, err := FindLab(all, o.Lab)
+	lab, err := labs.FindLab(all, o.Lab)
 	if err != nil {
 		return err
 	}
@@ -169,7 +144,7 @@ func Run(ctx context.Context, o *Options) error {
 	if !slices.Contains(formats, o.Output) {
 		return userr.Usage(fmt.Sprintf("unknown output format %q", o.Output), "use -o "+strings.Join(formats, ", -o "))
 	}
-	lang, err := Lang(o.Lang, o.Getenv)
+	lang, err := labs.ResolveLang(o.Lang, o.Getenv)
 	if err != nil {
 		return err
 	}

@@ -73,26 +73,6 @@ func TestBadInputIsAUsageError(t *testing.T) {
 	assert.Contains(t, userr.Message(err), "lab-4.4, lab-8.2")
 }
 
-func TestLang(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	for _, c := range []struct {
-		flag string
-		env  map[string]string
-		want string
-	}{
-		{"", map[string]string{"LANG": "ru_RU.UTF-8"}, "ru"},
-		{"", map[string]string{"LANG": "en_US.UTF-8"}, "en"},
-		{"", map[string]string{"LANG": "ru_RU.UTF-8", "LC_ALL": "C"}, "en"},
-		{"", map[string]string{"LC_MESSAGES": "ru_RU"}, "ru"},
-		{"", nil, "en"},
-		{"ru", map[string]string{"LANG": "en_US"}, "ru"},
-	} {
-		got, err := Lang(c.flag, env(c.env))
-		require.NoError(t, err)
-		assert.Equal(t, c.want, got, "%v %v", c.flag, c.env)
-	}
-}
-
 func TestClassroomOutput(t *testing.T) {
 	assert.Equal(t, "classroom", parse(t, "lab-8.2", "-o", "classroom").Output)
 
