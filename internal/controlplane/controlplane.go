@@ -6,7 +6,7 @@
 package controlplane
 
 import (
-	"fmt"
+	"github.com/labctl/labctl/internal/xdg"
 	"os"
 	"path/filepath"
 )
@@ -55,12 +55,15 @@ func Missing(dir string) []string {
 // DefaultCacheDir is $XDG_CACHE_HOME/labctl/controlplane (or the OS default
 // user cache dir).
 func DefaultCacheDir() (string, error) {
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		var err error
-		if base, err = os.UserCacheDir(); err != nil {
-			return "", fmt.Errorf("cannot find a cache directory: %w", err)
-		}
+	labctl, err := xdg.CacheDir()
+	if err != nil {
+		return "", err
 	}
-	return filepath.Join(base, "labctl", "controlplane"), nil
+	return CacheDirIn(labctl), nil
+}
+
+// CacheDirIn is where the binaries are cached under labctl's cache dir
+// (doctor looks there for another cache root it is given).
+func CacheDirIn(labctlCache string) string {
+	return filepath.Join(labctlCache, "controlplane")
 }

@@ -3,7 +3,6 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/labctl/labctl/internal/cluster"
@@ -13,6 +12,7 @@ import (
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/userr"
+	"github.com/labctl/labctl/internal/xdg"
 )
 
 // ResolveProject returns the project in dir, or the embedded reference
@@ -44,14 +44,11 @@ func ResolveProjectFor(dir, ref string) (*Project, error) {
 
 // cacheDir is $XDG_CACHE_HOME/labctl (or the OS user cache dir).
 func cacheDir() (string, error) {
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		var err error
-		if base, err = os.UserCacheDir(); err != nil {
-			return "", userr.Env("no cache directory for labctl", "set XDG_CACHE_HOME")
-		}
+	dir, err := xdg.CacheDir()
+	if err != nil {
+		return "", userr.Env("no cache directory for labctl", "set XDG_CACHE_HOME")
 	}
-	return filepath.Join(base, "labctl"), nil
+	return dir, nil
 }
 
 // Options tune Deploy.

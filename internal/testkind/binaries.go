@@ -20,6 +20,7 @@ import (
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/fslock"
+	"github.com/labctl/labctl/internal/xdg"
 )
 
 // Versions pins what goes into the node image.
@@ -49,14 +50,7 @@ var Executables = []string{"containerd", "ctr", "crictl"}
 
 // CacheDir is $XDG_CACHE_HOME/labctl/testkind (or the OS user cache dir).
 func CacheDir() (string, error) {
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		var err error
-		if base, err = os.UserCacheDir(); err != nil {
-			return "", fmt.Errorf("no cache directory (set XDG_CACHE_HOME): %w", err)
-		}
-	}
-	return filepath.Join(base, "labctl", "testkind"), nil
+	return xdg.CacheDir("testkind")
 }
 
 // Binaries returns a directory with static containerd, ctr and crictl of
