@@ -12,24 +12,24 @@ import (
 // checkEngineHost reports what labctl adapts to about the engine's host:
 // cgroup version, rootless, Docker from snap, Docker's image store. Each
 // row says what labctl does about it and what the user can do.
-func checkEngineHost(ctx context.Context, o *Options, e *engine.Engine) []Check {
+func checkEngineHost(ctx context.Context, o *Options, e *engine.Engine) []Probe {
 	if e == nil {
 		return nil
 	}
 	f, err := e.Facts(ctx)
 	if err != nil {
-		return []Check{{Name: "Engine host", Status: Warn, Detail: fmt.Sprintf("cannot read `%s info`: %s", e.Name, userr.Message(err)),
+		return []Probe{{Name: "Engine host", Status: Warn, Detail: fmt.Sprintf("cannot read `%s info`: %s", e.Name, userr.Message(err)),
 			Fix: fmt.Sprintf("check that `%s info` works", e.Name)}}
 	}
-	out := []Check{checkCgroup(f), checkRootless(o, e, f)}
+	out := []Probe{checkCgroup(f), checkRootless(o, e, f)}
 	if e.Name == engine.Docker {
 		out = append(out, checkSnap(f), checkImageStore(f))
 	}
 	return out
 }
 
-func checkCgroup(f *engine.Facts) Check {
-	c := Check{Name: "cgroup version"}
+func checkCgroup(f *engine.Facts) Probe {
+	c := Probe{Name: "cgroup version"}
 	switch f.CgroupVersion {
 	case "2":
 		c.Status, c.Detail = Pass, "v2"
@@ -43,8 +43,8 @@ func checkCgroup(f *engine.Facts) Check {
 	return c
 }
 
-func checkRootless(o *Options, e *engine.Engine, f *engine.Facts) Check {
-	c := Check{Name: "Rootless engine"}
+func checkRootless(o *Options, e *engine.Engine, f *engine.Facts) Probe {
+	c := Probe{Name: "Rootless engine"}
 	if !f.Rootless {
 		c.Status, c.Detail = Pass, "no: the kind cluster gets ports 80/443"
 		return c
@@ -63,8 +63,8 @@ func checkRootless(o *Options, e *engine.Engine, f *engine.Facts) Check {
 	return c
 }
 
-func checkSnap(f *engine.Facts) Check {
-	c := Check{Name: "Docker from snap"}
+func checkSnap(f *engine.Facts) Probe {
+	c := Probe{Name: "Docker from snap"}
 	if !f.Snap {
 		c.Status, c.Detail = Pass, "no"
 		return c
@@ -75,8 +75,8 @@ func checkSnap(f *engine.Facts) Check {
 	return c
 }
 
-func checkImageStore(f *engine.Facts) Check {
-	c := Check{Name: "Docker image store", Status: Pass}
+func checkImageStore(f *engine.Facts) Probe {
+	c := Probe{Name: "Docker image store", Status: Pass}
 	if !f.ContainerdStore {
 		c.Detail = "classic (image IDs are config digests, as kind's nodes report them)"
 		return c

@@ -17,29 +17,29 @@ func TestEngineHostRows(t *testing.T) {
 		engine    string
 		facts     engine.Facts
 		portStart int
-		want      map[string]Status
+		want      map[string]Verdict
 		detail    map[string]string
 		fix       map[string]string
 	}{
 		{"docker on a cgroup v2 host", engine.Docker, engine.Facts{CgroupVersion: "2", Arch: "amd64"}, 1024,
-			map[string]Status{"cgroup version": Pass, "Rootless engine": Pass, "Docker from snap": Pass, "Docker image store": Pass},
+			map[string]Verdict{"cgroup version": Pass, "Rootless engine": Pass, "Docker from snap": Pass, "Docker image store": Pass},
 			map[string]string{"Docker image store": "classic"}, nil},
 		{"cgroup v1 host", engine.Docker, engine.Facts{CgroupVersion: "1", Arch: "amd64"}, 1024,
-			map[string]Status{"cgroup version": Warn},
+			map[string]Verdict{"cgroup version": Warn},
 			map[string]string{"cgroup version": "failCgroupV1: false"},
 			map[string]string{"cgroup version": "systemd.unified_cgroup_hierarchy=1"}},
 		{"rootless podman, privileged ports closed", engine.Podman, engine.Facts{CgroupVersion: "2", Arch: "arm64", Rootless: true}, 1024,
-			map[string]Status{"cgroup version": Pass, "Rootless engine": Warn},
+			map[string]Verdict{"cgroup version": Pass, "Rootless engine": Warn},
 			map[string]string{"Rootless engine": "rootless podman cannot publish ports below 1024: a new kind cluster's ingress gets ports 8080/8443"},
 			map[string]string{"Rootless engine": "net.ipv4.ip_unprivileged_port_start=80"}},
 		{"rootless docker, port 80 allowed", engine.Docker, engine.Facts{CgroupVersion: "2", Arch: "amd64", Rootless: true}, 80,
-			map[string]Status{"Rootless engine": Pass}, map[string]string{"Rootless engine": "allows ports 80/443"}, nil},
+			map[string]Verdict{"Rootless engine": Pass}, map[string]string{"Rootless engine": "allows ports 80/443"}, nil},
 		{"docker from snap", engine.Docker, engine.Facts{CgroupVersion: "2", Arch: "amd64", Snap: true}, 1024,
-			map[string]Status{"Docker from snap": Warn}, map[string]string{"Docker from snap": "~/labctl/kind"}, map[string]string{"Docker from snap": "docs.docker.com"}},
+			map[string]Verdict{"Docker from snap": Warn}, map[string]string{"Docker from snap": "~/labctl/kind"}, map[string]string{"Docker from snap": "docs.docker.com"}},
 		{"docker's containerd image store", engine.Docker, engine.Facts{CgroupVersion: "2", Arch: "amd64", ContainerdStore: true}, 1024,
-			map[string]Status{"Docker image store": Pass}, map[string]string{"Docker image store": "containerd: image IDs are index digests"}, nil},
+			map[string]Verdict{"Docker image store": Pass}, map[string]string{"Docker image store": "containerd: image IDs are index digests"}, nil},
 		{"engine without a cgroup version", engine.Podman, engine.Facts{Arch: "amd64"}, 1024,
-			map[string]Status{"cgroup version": Skip}, nil, nil},
+			map[string]Verdict{"cgroup version": Skip}, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +47,7 @@ func TestEngineHostRows(t *testing.T) {
 			e.o.Engine = tt.engine
 			e.r.Running(tt.engine, "27.1.0").Info(tt.engine, tt.facts)
 			e.o.UnprivilegedPortStart = func() int { return tt.portStart }
-			checks := byName(Checks(ctx, e.o))
+			checks := byName(Run(ctx, e.o))
 			for name, want := range tt.want {
 				require.Contains(t, checks, name)
 				assert.Equal(t, want, checks[name].Status, "%s: %s", name, checks[name].Detail)
@@ -70,14 +70,14 @@ func TestEngineHostUnreadable(t *testing.T) {
 	e := newEnv(t, false)
 	e.o.Engine = "docker"
 	e.r.Running("docker", "27.1.0").OnFail("docker info --format {{json .}}", 1, "permission denied\n")
-	c := byName(Checks(context.Background(), e.o))["Engine host"]
+	c := byName(Run(context.Background(), e.o))["Engine host"]
 	assert.Equal(t, Warn, c.Status)
 	assert.Contains(t, c.Detail, "cannot read `docker info`")
 }
 
 func TestNoEngineNoHostRows(t *testing.T) {
 	e := newEnv(t, false)
-	checks := byName(Checks(context.Background(), e.o))
+	checks := byName(Run(context.Background(), e.o))
 	assert.NotContains(t, checks, "cgroup version")
 	assert.NotContains(t, checks, "Engine host")
 }
@@ -103,5 +103,5 @@ func TestEngineHostRealEngine(t *testing.T) {
 		assert.NotEqual(t, Fail, c.Status)
 	}
 	byN := byName(rows)
-	assert.Contains(t, []Status{Pass, Warn}, byN["cgroup version"].Status, "a real engine reports its cgroup version")
+	assert.Contains(t, []Verdict{Pass, Warn}, byN["cgroup version"].Status, "a real engine reports its cgroup version")
 }
