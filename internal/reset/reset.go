@@ -194,7 +194,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if c.dyn, err = dynamic.NewForConfig(o.Config); err != nil {
 		return nil, err
 	}
-	if c.meta, err = metadata.NewForConfig(o.Config); err != nil {
+	// Listing every resource for children touches deprecated ones (v1
+	// Endpoints): their warnings would say nothing useful to the user.
+	quiet := rest.CopyConfig(o.Config)
+	quiet.WarningHandler = rest.NoWarnings{}
+	if c.meta, err = metadata.NewForConfig(quiet); err != nil {
 		return nil, err
 	}
 	if c.disc, err = discovery.NewDiscoveryClientForConfig(o.Config); err != nil {

@@ -132,7 +132,7 @@ func installCRDs(t *testing.T) {
 	t.Helper()
 	a, err := deploy.NewApplier(env.Config)
 	require.NoError(t, err)
-	files, err := filepath.Glob("../../../operator/config/crd/bases/*.yaml")
+	files, err := filepath.Glob("../../operator/config/crd/bases/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	for _, f := range files {
