@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/labctl/labctl/internal/checks"
 	"github.com/labctl/labctl/internal/deploy"
@@ -40,6 +42,9 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run()) // the test needs the cluster and skips itself
 	}
+	// As verify does: the engine's controller-runtime client wants a
+	// logger, the report is the test's output.
+	ctrllog.SetLogger(logr.Discard())
 	testcluster.Main(m, &env)
 }
 
