@@ -41,7 +41,7 @@ type Lab struct {
 	// references, in every resource the API server lists.
 	Kinds map[string]string `json:"kinds,omitempty"`
 	// Reset says what `labctl reset` cannot learn from Kinds alone.
-	Reset    Reset    `json:"reset,omitempty"`
+	Reset    Reset    `json:"reset,omitzero"`
 	Defaults Defaults `json:"defaults,omitempty"`
 	// Bindings hold what the lab writes once and uses in several steps,
 	// as YAML anchors (`test-db: &test-db {...}`, then `spec: *test-db`).

@@ -74,8 +74,8 @@ the whole cluster instead.`,
 	}
 	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "default", "namespace whose Databases and Backups are deleted")
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "delete Databases and Backups in every namespace")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "default", "namespace whose lab objects (Databases, Backups, ...) are deleted")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "delete lab objects in every namespace")
 	cmd.Flags().BoolVar(&o.Operator, "operator", false, "redeploy the operator afterwards")
 	cmd.Flags().BoolVar(&o.Cluster, "cluster", false, "delete and recreate the whole cluster (then deploy the operator)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "also delete leftovers labctl does not recognise, and remove stuck finalizers")
