@@ -59,17 +59,7 @@ func WaitFor(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResou
 	if namespace != "" {
 		res = dyn.Resource(gvr).Namespace(namespace)
 	}
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return res.Watch(ctx, o)
-		},
-	}
+	lw := NameListWatch(res, name)
 	var last *unstructured.Unstructured
 	precondition := func(store cache.Store) (bool, error) {
 		item, exists, err := store.GetByKey(key(namespace, name))
@@ -102,6 +92,22 @@ func WaitFor(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResou
 		return last, err
 	}
 	return last, nil
+}
+
+// NameListWatch lists and watches one object by name (a field selector on
+// metadata.name), for informers and waits that care about a single object.
+func NameListWatch(res dynamic.ResourceInterface, name string) *cache.ListWatch {
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return res.Watch(ctx, o)
+		},
+	}
 }
 
 func key(namespace, name string) string {
