@@ -877,7 +877,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 }
 
 // List returns the names of the local clusters that have a state directory.
-func (p *Provider) List() ([]string, error) {
+func (p *Provider) List(context.Context) ([]string, error) {
 	entries, err := os.ReadDir(p.root())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
