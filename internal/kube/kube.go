@@ -4,6 +4,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -157,6 +159,29 @@ func StatusCondition(condType, status string) Condition {
 // IsNoMatch reports whether err means the API does not know the kind (e.g.
 // a CRD not yet installed).
 func IsNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+
+// ServerVersion asks the API server its version (GitVersion, e.g.
+// v1.37.0) once, within timeout, honouring ctx: discovery's own
+// ServerVersion takes no context, so a hung server would hold the caller.
+func ServerVersion(ctx context.Context, cfg *rest.Config, timeout time.Duration) (string, error) {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return "", fmt.Errorf("/version: %w", err)
+	}
+	return info.GitVersion, nil
+}
 
 // Ready asks the API server's /readyz once, within timeout: nil when it
 // answers ok. Commands use it to tell a broken cluster from a failed check.

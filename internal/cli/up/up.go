@@ -157,6 +157,7 @@ func (o *Options) nextVerify(clusterName string) string {
 	}
 	return ""
 }
+
 // projectToDeploy is --project, or with --lab the directory of that lab's
 // reference project; withOperator is false for a project without an operator.
 func (o *Options) projectToDeploy() (dir string, withOperator bool, err error) {
