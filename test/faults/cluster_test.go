@@ -40,6 +40,7 @@ var clusterFaults = []struct {
 	{"a component that dies at start-up: one line, nothing left, stale context gone", failedUp},
 	{"disk full: exit 4 with the space needed", diskFull},
 	{"HOME unset and no home in the user database: refused, exit 4", homeless},
+	{"grader killed: next grade cleans up, nothing in $TMPDIR", graderKilled},
 }
 
 func TestClusterFaults(t *testing.T) {
