@@ -92,14 +92,13 @@ func stateTime(o Observed, path string) (time.Time, bool) {
 	return t, err == nil
 }
 
-func runOrdered(_ context.Context, c *Context, params any) Outcome {
+func runOrdered(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*orderedParams)
-	first, ok1 := c.History(p.First.Ref)
-	then, ok2 := c.History(p.Then.Ref)
-	if !ok1 || !ok2 {
-		return errorf("the scenario must record %s and %s", p.First.Ref, p.Then.Ref)
+	first, err1 := c.History(ctx, p.First.Ref)
+	then, err2 := c.History(ctx, p.Then.Ref)
+	if err := errors.Join(err1, err2); err != nil {
+		return errorf("%v", err)
 	}
-	var err1, err2 error
 	first, err1 = sinceMark(c, first, p.First.Since)
 	then, err2 = sinceMark(c, then, p.Then.Since)
 	if err := errors.Join(err1, err2); err != nil {
@@ -369,13 +368,13 @@ func (p *observedParams) Validate() error {
 	return nil
 }
 
-func runObserved(_ context.Context, c *Context, params any) Outcome {
+func runObserved(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*observedParams)
-	states, ok := c.History(p.Ref)
-	if !ok {
-		return errorf("the scenario must record %s", p.Ref)
+	states, err := c.History(ctx, p.Ref)
+	if err != nil {
+		return errorf("%v", err)
 	}
-	states, err := sinceMark(c, states, p.Since)
+	states, err = sinceMark(c, states, p.Since)
 	if err != nil {
 		return errorf("%v", err)
 	}

@@ -35,11 +35,10 @@ import (
 	"github.com/labctl/labctl/internal/report"
 )
 
-// ManagedByLabel marks the namespaces (and objects) labctl creates.
+// LabLabel names the lab of a run's namespace (kube.ManagedByLabel marks
+// it as labctl's).
 const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "labctl"
-	LabLabel       = "labctl.io/lab"
+	LabLabel = "labctl.io/lab"
 	// FieldManager owns what verify applies.
 	FieldManager = "labctl-verify"
 )
@@ -337,7 +336,7 @@ var nsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
 // labctl-<lab>-<random>. Callers that must find the namespace again after
 // a crash (verify) choose it up front and pass it as Options.Namespace.
 func NamespaceName(labID string) string {
-	return "labctl-" + nsUnsafe.ReplaceAllString(strings.ToLower(labID), "-") + "-" + randomSuffix(5)
+	return kube.NamespacePrefix + nsUnsafe.ReplaceAllString(strings.ToLower(labID), "-") + "-" + randomSuffix(5)
 }
 
 func (r *run) createNamespace(ctx context.Context) error {
@@ -347,7 +346,7 @@ func (r *run) createNamespace(ctx context.Context) error {
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   name,
-		Labels: map[string]string{ManagedByLabel: ManagedByValue, LabLabel: r.lab.ID},
+		Labels: map[string]string{kube.ManagedByLabel: kube.ManagedByValue, LabLabel: r.lab.ID},
 	}}
 	if err := r.client.Create(ctx, ns); err != nil {
 		return fmt.Errorf("create namespace %s: %w", name, err)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
 )
 
@@ -39,7 +40,7 @@ func (r *run) calibrate(ctx context.Context) string {
 	}
 	cm := &corev1.ConfigMap{}
 	cm.Namespace, cm.Name = r.ns, "labctl-latency-probe"
-	cm.Labels = map[string]string{ManagedByLabel: ManagedByValue}
+	cm.Labels = map[string]string{kube.ManagedByLabel: kube.ManagedByValue}
 	if err := r.client.Create(ctx, cm); err != nil {
 		return ""
 	}

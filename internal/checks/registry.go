@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -197,27 +198,34 @@ func (c *Context) Resolve(ref labs.Ref) (schema.GroupVersionResource, error) {
 }
 
 // History returns the states recorded for ref (the scenario must record
-// it), and whether it was recorded at all. It first lets the recorder catch
-// up with the object as the API server has it now, so a state another step
-// just observed is in the history.
-func (c *Context) History(ref labs.Ref) ([]Observed, bool) {
+// it). It first lets the recorder catch up with the object as the API
+// server has it now, so a state another step just observed is in the
+// history; an object already deleted has nothing to catch up with.
+func (c *Context) History(ctx context.Context, ref labs.Ref) ([]Observed, error) {
 	if c.scn == nil {
-		return nil, false
+		return nil, fmt.Errorf("the scenario must record %s", ref)
 	}
 	rec, ok := c.scn.recorders[ref.String()]
 	if !ok {
-		return nil, false
+		return nil, fmt.Errorf("the scenario must record %s", ref)
 	}
-	if gvr, err := c.Resolve(ref); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		if cur, err := c.run.dyn.Resource(gvr).Namespace(c.run.ns).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil {
-			if rv, err := strconv.ParseInt(cur.GetResourceVersion(), 10, 64); err == nil {
-				rec.waitRV(ctx, rv, 2*time.Second)
-			}
+	gvr, err := c.Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	cur, err := c.run.dyn.Resource(gvr).Namespace(c.run.ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", ref, err)
+	default:
+		if rv, err := strconv.ParseInt(cur.GetResourceVersion(), 10, 64); err == nil {
+			rec.waitRV(ctx, rv, 2*time.Second)
 		}
-		cancel()
 	}
-	return rec.States(), true
+	return rec.States(), nil
 }
 
 // OperatorLog returns the operator's log written since the run started

@@ -12,15 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
 )
@@ -266,7 +265,7 @@ func (s *scenario) record(ctx context.Context, ref labs.Ref) (*recorder, error) 
 	}
 	res := s.r.dyn.Resource(gvr).Namespace(s.r.ns)
 	rec := &recorder{done: make(chan struct{}), changed: make(chan struct{})}
-	lw := nameListWatch(res, ref.Name)
+	lw := kube.NameListWatch(res, ref.Name)
 	synced := make(chan struct{})
 	var once sync.Once
 	go func() {
@@ -343,21 +342,6 @@ func (rec *recorder) States() []Observed {
 	return append([]Observed(nil), rec.states...)
 }
 
-// nameListWatch lists and watches one object by name.
-func nameListWatch(res dynamic.ResourceInterface, name string) *cache.ListWatch {
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return res.Watch(ctx, o)
-		},
-	}
-}
-
 // isTimeout tells a wait that ran out of time from other errors.
 func isTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 
@@ -367,7 +351,7 @@ func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	changed := make(chan struct{}, 1)
-	lw := nameListWatch(r.dyn.Resource(gvr).Namespace(r.ns), name)
+	lw := kube.NameListWatch(r.dyn.Resource(gvr).Namespace(r.ns), name)
 	go func() {
 		_, _ = watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
 			if ev.Type != watch.Bookmark {

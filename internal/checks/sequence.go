@@ -40,13 +40,13 @@ func (p *sequenceParams) Validate() error {
 	return nil
 }
 
-func runSequence(_ context.Context, c *Context, params any) Outcome {
+func runSequence(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*sequenceParams)
-	states, ok := c.History(p.Ref)
-	if !ok {
-		return errorf("the scenario must record %s", p.Ref)
+	states, err := c.History(ctx, p.Ref)
+	if err != nil {
+		return errorf("%v", err)
 	}
-	states, err := sinceMark(c, states, p.Since)
+	states, err = sinceMark(c, states, p.Since)
 	if err != nil {
 		return errorf("%v", err)
 	}

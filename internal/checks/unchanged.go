@@ -35,11 +35,11 @@ func (p *unchangedParams) Validate() error {
 	return err
 }
 
-func runUnchanged(_ context.Context, c *Context, params any) Outcome {
+func runUnchanged(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*unchangedParams)
-	states, ok := c.History(p.Ref)
-	if !ok {
-		return errorf("the scenario must record %s", p.Ref)
+	states, err := c.History(ctx, p.Ref)
+	if err != nil {
+		return errorf("%v", err)
 	}
 	path, _ := labs.ParsePath(p.Path)
 	var values []string

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/labctl/labctl/internal/kube"
@@ -44,12 +43,7 @@ func (r *run) waitFor(ctx context.Context, gvr schema.GroupVersionResource, name
 	if ok, err := cond(last); err != nil || ok {
 		return last, err
 	}
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.GetResourceVersion(), &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return res.Watch(ctx, o)
-		},
-	})
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.GetResourceVersion(), kube.NameListWatch(res, name))
 	if err != nil {
 		return last, err
 	}

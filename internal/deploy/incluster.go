@@ -106,7 +106,7 @@ func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOpt
 	if apierrors.IsNotFound(err) {
 		before = nil
 	} else if err != nil {
-		return nil, apiError(err, "cannot read Deployment "+ns+"/"+name)
+		return nil, kube.APIError(err, "cannot read Deployment "+ns+"/"+name)
 	}
 
 	step := s.StartStep(fmt.Sprintf("Applying %s (%d objects)", p.Name, len(objs)))
@@ -128,13 +128,13 @@ func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOpt
 
 	after, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, apiError(err, "cannot read Deployment "+ns+"/"+name)
+		return nil, kube.APIError(err, "cannot read Deployment "+ns+"/"+name)
 	}
 	if needsRestart(before, after, o.ImageID) {
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
 			"annotations": map[string]string{RestartedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}}}}})
 		if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: rolloutManager}); err != nil {
-			return nil, apiError(err, "cannot restart the rollout of "+ns+"/"+name)
+			return nil, kube.APIError(err, "cannot restart the rollout of "+ns+"/"+name)
 		}
 		fmt.Fprintf(s.ErrOut, "New image %s: restarting the rollout of %s/%s\n", shortID(o.ImageID), ns, name)
 	}
@@ -174,7 +174,7 @@ func CurrentInCluster(ctx context.Context, cfg *rest.Config, p *Project) (*Opera
 			"run `labctl up` (or `labctl reset --operator`) to deploy it")
 	}
 	if err != nil {
-		return nil, apiError(err, "cannot read Deployment "+ns+"/"+dep.GetName())
+		return nil, kube.APIError(err, "cannot read Deployment "+ns+"/"+dep.GetName())
 	}
 	sa := d.Spec.Template.Spec.ServiceAccountName
 	if sa == "" {
@@ -388,9 +388,6 @@ func shortID(id string) string {
 	return id
 }
 
-func apiError(err error, what string) error {
-	return userr.Wrap(err, userr.ExitFailure, what+": "+userr.Message(err), "check that the cluster is running (`labctl status`)")
-}
 
 // inClusterOperator describes the deployed manager.
 func inClusterOperator(cs kubernetes.Interface, p *Project, d *appsv1.Deployment, container, sa string) *Operator {

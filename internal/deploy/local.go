@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/freeport"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/proc"
@@ -157,7 +157,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	duties := supervise.Duties{Token: &satoken.Refresher{
 		AdminKubeconfig: c.Kubeconfig, Namespace: rec.Namespace, Name: rec.ServiceAccount, File: filepath.Join(dir, "token"),
 	}}
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -547,15 +547,6 @@ func managerErrorLine(tail []string) string {
 		}
 	}
 	return tail[len(tail)-1]
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func truncate(s string, n int) string {

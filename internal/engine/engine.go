@@ -117,6 +117,10 @@ func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
 // ErrNoImage means the engine does not have the image.
 var ErrNoImage = errors.New("no such image")
 
+// ErrNoEngine is wrapped by Detect's error when it looked for any engine
+// and none works: a machine without kind clusters, not a failure of one.
+var ErrNoEngine = errors.New("no working container engine")
+
 // NormalizeID turns Docker's "sha256:<hex>" and Podman's "<hex>" into one
 // form.
 func NormalizeID(id string) string {
@@ -297,11 +301,11 @@ func noEngineError(probes []Probe) error {
 		}
 	}
 	if len(installed) == 0 {
-		return userr.Env("no container engine: neither docker nor podman is installed",
+		return userr.Wrap(ErrNoEngine, userr.ExitEnvironment, "no container engine: neither docker nor podman is installed",
 			"install Docker or Podman for kind clusters, or use `--provider local` (needs only Go)")
 	}
 	p := installed[0]
-	return userr.Wrap(p.Err, userr.ExitEnvironment, fmt.Sprintf("%s is installed but not running (%s)", p.Name, reason(p.Err)), startHint(p.Name))
+	return userr.Wrap(errors.Join(ErrNoEngine, p.Err), userr.ExitEnvironment, fmt.Sprintf("%s is installed but not running (%s)", p.Name, reason(p.Err)), startHint(p.Name))
 }
 
 // Reason summarises why probes found no usable engine, for the provider

@@ -27,7 +27,6 @@ import (
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
-	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/sandbox"
@@ -88,8 +87,9 @@ type Options struct {
 	// `labctl up` (nil and "": controlplane.Ensure's default).
 	Binaries func(ctx context.Context, s *iostreams.IOStreams) (*controlplane.Binaries, error)
 	BinDir   string
-	// WorkDir holds clones and cluster state while grading (default a new
-	// temporary directory, removed at the end).
+	// WorkDir holds clones, cluster state and temporary files while
+	// grading (default a new directory under WorkRoot, removed at the
+	// end; a run that finds one left by a killed grader removes it).
 	WorkDir string
 	// Verify replaces checks.Run (tests).
 	Verify VerifyFunc
@@ -199,18 +199,32 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	// Written with the first result; describes the rows this run grades.
 	out.gb.Run = &report.GradeRun{Version: o.Version, Started: time.Now().UTC(), Jobs: o.Jobs,
 		Timeout: report.Duration(o.Timeout), CPU: report.Duration(o.Limits.CPU), MemoryBytes: int64(o.Limits.Memory)}
+	s := o.Streams
 	work := o.WorkDir
 	if work == "" {
-		if work, err = os.MkdirTemp("", "labctl-grade-"); err != nil {
-			return nil, err
+		root := WorkRoot()
+		cleaned, err := CleanStale(ctx, root)
+		if err != nil {
+			return nil, userr.Wrap(err, userr.ExitFailure, "cannot clean up after earlier grading runs: "+err.Error(), "check "+root)
+		}
+		if line := cleaned.String(); line != "" {
+			fmt.Fprintln(s.ErrOut, line)
+		}
+		if work, err = newWorkDir(root); err != nil {
+			return nil, userr.Wrap(err, userr.ExitFailure, err.Error(), "check the disk and XDG_STATE_HOME")
 		}
 		defer os.RemoveAll(work)
 	}
 	if work, err = filepath.Abs(work); err != nil {
 		return nil, err
 	}
+	restoreTemp, err := useTempDir(filepath.Join(work, tempDirName))
+	if err != nil {
+		return nil, userr.Wrap(err, userr.ExitFailure, "cannot create the grader's temporary directory: "+err.Error(), "check the disk and XDG_STATE_HOME")
+	}
+	defer restoreTemp()
+	defer os.RemoveAll(filepath.Join(work, tempDirName))
 
-	s := o.Streams
 	if o.UnsafeNoSandbox {
 		fmt.Fprintln(s.ErrOut, "WARNING: --unsafe-no-sandbox: the submissions' code runs as you, unconfined; a hostile submission can change its grade or anyone's.")
 	}
@@ -561,27 +575,22 @@ func (g *grader) newBox(dir, student, project string) (*sandbox.Box, error) {
 const clusterName = "grade"
 
 // teardown stops the manager and the cluster and makes sure no process
-// of the submission is left. Supervisors are stopped first (each stops its
-// manager within StopGrace; a sandboxed manager takes everything it
-// started with it, being its pid namespace's first process), so a manager
-// killed directly is not restarted; then the cluster; then anything still
-// running as the submission's own uid is killed (and noted).
+// of the submission is left (see stopSubmission); whatever went wrong, or
+// had to be killed, is noted.
 func (g *grader) teardown(ctx context.Context, prov *local.Provider, c *cluster.Cluster, box *sandbox.Box) []string {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	var notes []string
-	if c != nil && c.Env.StateDir != "" {
-		if err := deploy.StopLocal(tctx, c); err != nil {
-			notes = append(notes, "teardown: "+userr.Message(err))
-		}
-	}
-	if err := prov.Down(tctx, clusterName); err != nil && !errors.Is(err, cluster.ErrNotFound) {
-		notes = append(notes, "teardown: "+userr.Message(err))
-	}
+	uid := noSandbox
 	if box != nil {
-		if n := proc.KillUID(box.UID); n > 0 {
-			notes = append(notes, fmt.Sprintf("teardown: killed %d process(es) left after the cluster stopped", n))
-		}
+		uid = box.UID
+	}
+	killed, problems := stopSubmission(tctx, prov, c, uid)
+	var notes []string
+	for _, p := range problems {
+		notes = append(notes, "teardown: "+p)
+	}
+	if killed > 0 {
+		notes = append(notes, fmt.Sprintf("teardown: killed %d process(es) left after the cluster stopped", killed))
 	}
 	return notes
 }

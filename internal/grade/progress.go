@@ -23,9 +23,7 @@ type progress struct {
 	byID    map[string]*progressRow
 	drawn   int
 	started time.Time
-	stopped bool
-	done    chan struct{}
-	wg      sync.WaitGroup
+	loop    *iostreams.Loop
 }
 
 type progressRow struct {
@@ -40,15 +38,14 @@ type progressRow struct {
 }
 
 func newProgress(s *iostreams.IOStreams, subs []Submission) *progress {
-	p := &progress{s: s, live: s.IsErrTTY(), byID: map[string]*progressRow{}, started: time.Now(), done: make(chan struct{})}
+	p := &progress{s: s, live: s.IsErrTTY(), byID: map[string]*progressRow{}, started: time.Now()}
 	for _, sub := range subs {
 		r := &progressRow{student: sub.Student, stage: "queued"}
 		p.rows = append(p.rows, r)
 		p.byID[sub.Student] = r
 	}
 	if p.live {
-		p.wg.Add(1)
-		go p.animate()
+		p.loop = iostreams.StartLoop(250*time.Millisecond, true, p.draw, p.draw)
 	}
 	return p
 }
@@ -100,29 +97,8 @@ func (p *progress) finish(student, result string, ok bool) {
 
 // stop ends the display, leaving the final table on screen.
 func (p *progress) stop() {
-	p.mu.Lock()
-	if p.stopped {
-		p.mu.Unlock()
-		return
-	}
-	p.stopped = true
-	p.mu.Unlock()
-	close(p.done)
-	p.wg.Wait()
-}
-
-func (p *progress) animate() {
-	defer p.wg.Done()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		p.draw()
-		select {
-		case <-p.done:
-			p.draw()
-			return
-		case <-tick.C:
-		}
+	if p.loop != nil {
+		p.loop.Stop()
 	}
 }
 

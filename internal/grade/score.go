@@ -22,15 +22,15 @@ type Credit string
 // Credit policies.
 const (
 	// CreditTasks (the default): credit task by task; a task earns its
-	// points when verify passes it (every check passed, warnings
-	// included), else none. The lab's score is the sum, so a submission
+	// points when verify passes it (every check that ran passed,
+	// warnings included; skipped checks neither earn nor cost), else none. The lab's score is the sum, so a submission
 	// gets partial credit for the tasks it solved. A task verdict is what
 	// verify's honesty suite guarantees, so re-grading the same code gives
 	// the same score, and checks that pass trivially (nothing happened
 	// because the operator is down) earn nothing on their own.
 	CreditTasks Credit = "tasks"
 	// CreditChecks: partial credit inside a task, its points times the
-	// share of its checks that passed; nothing when one of its gate checks
+	// share of its checks that ran and passed; nothing when one of its gate checks
 	// failed. Finer, but a check-level result can vary between runs where
 	// the task verdict does not (e.g. which of two timing checks catches a
 	// race), and absence checks pass for an operator that does nothing.

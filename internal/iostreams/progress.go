@@ -20,24 +20,23 @@ type Step struct {
 
 	mu     sync.Mutex
 	detail string
-	done   chan struct{}
-	wg     sync.WaitGroup
+	loop   *Loop
 	ended  bool
 }
 
 // StartStep begins a step titled title.
 func (s *IOStreams) StartStep(title string) *Step {
-	st := &Step{s: s, title: title, started: time.Now(), done: make(chan struct{})}
+	st := &Step{s: s, title: title, started: time.Now()}
 	if s.errTTY {
-		st.wg.Add(1)
-		go st.animate()
+		frame := 0
+		st.loop = StartLoop(100*time.Millisecond, true, func() { st.paintSpinner(frame); frame++ },
+			func() { fmt.Fprint(s.ErrOut, "\r\033[K") })
 		return st
 	}
 	if s.Verbose {
 		fmt.Fprintf(s.ErrOut, "• %s ...\n", title)
 	}
-	st.wg.Add(1)
-	go st.heartbeat()
+	st.loop = StartLoop(ProgressEvery, false, st.heartbeat, nil)
 	return st
 }
 
@@ -60,45 +59,25 @@ var ProgressEvery = 30 * time.Second
 // heartbeat prints, every ProgressEvery while the step lasts, what it is
 // doing and for how long; a short step prints nothing extra.
 func (st *Step) heartbeat() {
-	defer st.wg.Done()
-	tick := time.NewTicker(ProgressEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-st.done:
-			return
-		case <-tick.C:
-		}
-		st.mu.Lock()
-		line := "  " + st.title
-		if st.detail != "" {
-			line += " — " + st.detail
-		}
-		st.mu.Unlock()
-		fmt.Fprintf(st.s.ErrOut, "%s (%s elapsed)\n", line, time.Since(st.started).Round(time.Second))
+	st.mu.Lock()
+	line := "  " + st.title
+	if st.detail != "" {
+		line += " — " + st.detail
 	}
+	st.mu.Unlock()
+	fmt.Fprintf(st.s.ErrOut, "%s (%s elapsed)\n", line, time.Since(st.started).Round(time.Second))
 }
 
-func (st *Step) animate() {
-	defer st.wg.Done()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		st.mu.Lock()
-		line := fmt.Sprintf("%s %s", spinnerFrames[i%len(spinnerFrames)], st.title)
-		if st.detail != "" {
-			line += " — " + st.detail
-		}
-		st.mu.Unlock()
-		line += st.s.Styles().Muted.Render(fmt.Sprintf(" %.1fs", time.Since(st.started).Seconds()))
-		fmt.Fprintf(st.s.ErrOut, "\r\033[K%s", line)
-		select {
-		case <-st.done:
-			fmt.Fprint(st.s.ErrOut, "\r\033[K")
-			return
-		case <-tick.C:
-		}
+// paintSpinner redraws the step's line in place with spinner frame i.
+func (st *Step) paintSpinner(i int) {
+	st.mu.Lock()
+	line := fmt.Sprintf("%s %s", spinnerFrames[i%len(spinnerFrames)], st.title)
+	if st.detail != "" {
+		line += " — " + st.detail
 	}
+	st.mu.Unlock()
+	line += st.s.Styles().Muted.Render(fmt.Sprintf(" %.1fs", time.Since(st.started).Seconds()))
+	fmt.Fprintf(st.s.ErrOut, "\r\033[K%s", line)
 }
 
 func (st *Step) end(mark, note string) {
@@ -109,8 +88,7 @@ func (st *Step) end(mark, note string) {
 	}
 	st.ended = true
 	st.mu.Unlock()
-	close(st.done)
-	st.wg.Wait()
+	st.loop.Stop()
 	line := fmt.Sprintf("%s %s", mark, st.title)
 	if note != "" {
 		line += " — " + note

@@ -4,6 +4,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -59,17 +61,7 @@ func WaitFor(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResou
 	if namespace != "" {
 		res = dyn.Resource(gvr).Namespace(namespace)
 	}
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return res.Watch(ctx, o)
-		},
-	}
+	lw := NameListWatch(res, name)
 	var last *unstructured.Unstructured
 	precondition := func(store cache.Store) (bool, error) {
 		item, exists, err := store.GetByKey(key(namespace, name))
@@ -102,6 +94,22 @@ func WaitFor(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResou
 		return last, err
 	}
 	return last, nil
+}
+
+// NameListWatch lists and watches one object by name (a field selector on
+// metadata.name), for informers and waits that care about a single object.
+func NameListWatch(res dynamic.ResourceInterface, name string) *cache.ListWatch {
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return res.Watch(ctx, o)
+		},
+	}
 }
 
 func key(namespace, name string) string {
@@ -151,6 +159,29 @@ func StatusCondition(condType, status string) Condition {
 // IsNoMatch reports whether err means the API does not know the kind (e.g.
 // a CRD not yet installed).
 func IsNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+
+// ServerVersion asks the API server its version (GitVersion, e.g.
+// v1.37.0) once, within timeout, honouring ctx: discovery's own
+// ServerVersion takes no context, so a hung server would hold the caller.
+func ServerVersion(ctx context.Context, cfg *rest.Config, timeout time.Duration) (string, error) {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return "", fmt.Errorf("/version: %w", err)
+	}
+	return info.GitVersion, nil
+}
 
 // Ready asks the API server's /readyz once, within timeout: nil when it
 // answers ok. Commands use it to tell a broken cluster from a failed check.

@@ -65,3 +65,20 @@ func TestByProjectName(t *testing.T) {
 	_, ok = reference.ByProjectName("my-operator")
 	assert.False(t, ok)
 }
+
+// The operators' `make test` finds its envtest binaries the same way in
+// both projects (and in their embedded copies a student extracts): one
+// Makefile and one finder script, kept identical.
+func TestOperatorsShareTheirTestTooling(t *testing.T) {
+	pg, err := reference.Lookup(reference.Postgres)
+	require.NoError(t, err)
+	hello, err := reference.Lookup(reference.Hello)
+	require.NoError(t, err)
+	for _, name := range []string{"Makefile", "hack/envtest-assets.sh"} {
+		a, err := fs.ReadFile(pg.Source, name)
+		require.NoError(t, err, "%s is embedded", name)
+		b, err := fs.ReadFile(hello.Source, name)
+		require.NoError(t, err, "%s is embedded", name)
+		assert.Equal(t, string(a), string(b), "%s differs between %s and %s", name, pg.RepoDir, hello.RepoDir)
+	}
+}

@@ -66,7 +66,8 @@ var (
 func TestControllers(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: the controller tests need a directory with the " +
-			"kube-apiserver and etcd binaries, e.g. KUBEBUILDER_ASSETS=/path/to/bin make test")
+			"kube-apiserver and etcd binaries: run `make test`, which finds them (or has labctl build them), " +
+			"or set KUBEBUILDER_ASSETS=/path/to/bin")
 	}
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Controller Suite")

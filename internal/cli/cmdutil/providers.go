@@ -70,7 +70,7 @@ func (p *Providers) Select(ctx context.Context, name string) ([]cluster.Provider
 
 // Lister is implemented by providers that can enumerate their clusters.
 type Lister interface {
-	List() ([]string, error)
+	List(ctx context.Context) ([]string, error)
 }
 
 // FindCluster looks for a running cluster named name across providers,

@@ -75,10 +75,12 @@ grades https://github.com/ORG/PREFIX-USERNAME for every linked student; or
 --classroom-repos FILE lists the repositories, one URL per line, the student
 id being the name after PREFIX-.
 
-Points per task come from the lab. A task earns its points when its checks pass
-(as labctl verify decides the task), so a submission gets credit for each task
-it solved; --credit checks gives partial credit inside a task instead (the
-share of its checks that passed, nothing when a gate check failed). Tasks
+Points per task come from the lab. A task earns its points when every check of
+it that ran passed (as labctl verify decides the task; a skipped check, one that
+could not run here, neither earns nor costs points), so a submission gets credit
+for each task it solved; --credit checks gives partial credit inside a task
+instead (the share of its checks that ran and passed, nothing when a gate check
+failed). Tasks
 marked hidden count but are withheld from the students' feedback unless
 --reveal-hidden.
 
@@ -116,7 +118,7 @@ that student's row.`,
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", grade.DefaultTimeout, "wall-time limit per submission, build to teardown")
 	cmd.Flags().StringVar(&o.Out, "out", "", "output directory (default grades/LAB)")
 	cmd.Flags().BoolVar(&o.RevealHidden, "reveal-hidden", false, "show hidden tasks' checks in the students' feedback")
-	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditTasks), "scoring: tasks (a task's points when it passes) or checks (a task's points times the share of its checks that passed)")
+	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditTasks), "scoring: tasks (a task's points when it passes) or checks (a task's points times the share of its checks that ran and passed)")
 	cmd.Flags().StringVar(&o.Policy, "policy", "", "grading policy (YAML): per lab, step severity (fail, warn, hidden), points per task, course bugs; default: the lab's own")
 	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles, hints and feedback: en or ru (default from LANG)")
 	cmd.Flags().BoolVar(&o.Open, "open", false, "open report.html in the browser when grading ends")

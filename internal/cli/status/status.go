@@ -58,7 +58,7 @@ func Run(ctx context.Context, o *Options) error {
 				continue
 			}
 			var err error
-			if names, err = lister.List(); err != nil {
+			if names, err = lister.List(ctx); err != nil {
 				return err
 			}
 		}

@@ -132,15 +132,30 @@ func Run(ctx context.Context, o *Options) error {
 	st := s.Styles()
 	fmt.Fprintf(s.Out, "%s cluster %s is ready; kubectl context %s\n", st.Success.Render("✓"), st.Bold.Render(c.Name), st.Bold.Render(c.Context))
 	fmt.Fprintf(s.Out, "  kubeconfig: %s\n", c.Kubeconfig)
-	next := cmdutil.Invocation() + " verify lab-8.2"
-	if o.Lab != "" {
-		next = cmdutil.Invocation() + " verify " + o.Lab
+	if next := o.nextVerify(c.Name); next != "" {
+		fmt.Fprintln(s.Out, "  next: "+next)
 	}
-	if c.Name != cluster.DefaultName {
-		next += " --name " + c.Name
-	}
-	fmt.Fprintln(s.Out, "  next: "+next)
 	return nil
+}
+
+// nextVerify is the verify the user most likely runs next: the lab asked
+// for, else the first not yet passed of the deployed operator's labs (a
+// project of the user's is taken for the Database operator, the course's
+// main line).
+func (o *Options) nextVerify(clusterName string) string {
+	all, err := labs.Load(labsfs.FS)
+	if err != nil {
+		return ""
+	}
+	if o.Lab != "" {
+		if lab, ok := labs.Find(all, o.Lab); ok {
+			return cmdutil.VerifyCommand(lab.ID, clusterName)
+		}
+	}
+	if next := cmdutil.NextLab(all, ""); next != nil {
+		return cmdutil.VerifyCommand(next.ID, clusterName)
+	}
+	return ""
 }
 
 // projectToDeploy is --project, or with --lab the directory of that lab's

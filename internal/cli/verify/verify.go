@@ -271,6 +271,13 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if rep.AllPassed() {
 		step.Done(fmt.Sprintf("%d/%d tasks passed", rep.Summary.Passed, rep.Summary.Tasks))
+		if len(o.Tasks) == 0 {
+			if err := cmdutil.RecordPassed(lab.ID); err != nil {
+				fmt.Fprintf(s.ErrOut, "warning: cannot record that %s passed (%v); hints will not move on to the next lab\n", lab.ID, err)
+			} else if next := cmdutil.NextLab(all, lab.Project); next != nil && next.ID != lab.ID {
+				defer fmt.Fprintln(s.ErrOut, "next: "+cmdutil.VerifyCommand(next.ID, c.Name))
+			}
+		}
 	} else {
 		step.Fail()
 	}

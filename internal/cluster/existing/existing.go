@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -119,36 +119,16 @@ func (p *Provider) reachable(ctx context.Context, r *resolved) (string, error) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	cfg := rest.CopyConfig(r.cfg)
-	cfg.Timeout = timeout
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return "", err
-	}
-	type result struct {
-		v   string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := dc.ServerVersion()
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		done <- result{v: v.GitVersion}
-	}()
-	select {
-	case res := <-done:
-		if res.err != nil {
-			return "", userr.Wrap(res.err, userr.ExitEnvironment,
-				fmt.Sprintf("context %q (%s) does not answer: %s", r.context, r.cfg.Host, userr.Message(res.err)),
-				"start that cluster, or pick another with --context (`kubectl config get-contexts` lists them)")
-		}
-		return res.v, nil
-	case <-ctx.Done():
+	v, err := kube.ServerVersion(ctx, r.cfg, timeout)
+	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
+	if err != nil {
+		return "", userr.Wrap(err, userr.ExitEnvironment,
+			fmt.Sprintf("context %q (%s) does not answer: %s", r.context, r.cfg.Host, userr.Message(err)),
+			"start that cluster, or pick another with --context (`kubectl config get-contexts` lists them)")
+	}
+	return v, nil
 }
 
 func (p *Provider) clusterFor(r *resolved) *cluster.Cluster {

@@ -853,13 +853,17 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 }
 
 // List implements cmdutil.Lister: the kind clusters of the engine in use
-// (none when no engine runs).
-func (p *Provider) List() ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), engine.InfoTimeout*2)
+// (none when no engine runs; an engine asked for by name that does not
+// work is an error).
+func (p *Provider) List(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, engine.InfoTimeout*2)
 	defer cancel()
 	e, err := p.ResolveEngine(ctx)
-	if err != nil {
+	if errors.Is(err, engine.ErrNoEngine) {
 		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	names, err := p.api(e, nil, nil).List()
 	if err != nil {

@@ -731,9 +731,15 @@ func TestGetAndDownNotFound(t *testing.T) {
 	_, err = f.p.Get(ctx, "nope")
 	assert.True(t, errors.Is(err, cluster.ErrNotFound), "%v", err)
 	assert.Contains(t, userr.Message(err), "no container engine")
-	names, err := f.p.List()
+	names, err := f.p.List(ctx)
 	assert.NoError(t, err)
 	assert.Empty(t, names)
+
+	// An engine asked for by name that is missing is an error to report,
+	// not an empty list.
+	f.p = &kind.Provider{Runner: enginetest.NewRunner(), Engine: "podman", Getenv: func(string) string { return "" }, StateRoot: t.TempDir()}
+	_, err = f.p.List(ctx)
+	assert.Error(t, err)
 }
 
 func TestGetStoppedCluster(t *testing.T) {

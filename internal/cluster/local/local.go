@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/freeport"
 	"github.com/labctl/labctl/internal/fslock"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
@@ -269,7 +269,7 @@ func (e *portBusyError) Error() string {
 func (p *Provider) allocatePorts() (ports, error) {
 	pick := p.PickPort
 	if pick == nil {
-		pick = freePort
+		pick = freeport.Get
 	}
 	var pp ports
 	seen := map[int]bool{}
@@ -287,15 +287,6 @@ func (p *Provider) allocatePorts() (ports, error) {
 		}
 	}
 	return pp, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // start launches every component in order and waits until the cluster can
@@ -877,7 +868,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 }
 
 // List returns the names of the local clusters that have a state directory.
-func (p *Provider) List() ([]string, error) {
+func (p *Provider) List(context.Context) ([]string, error) {
 	entries, err := os.ReadDir(p.root())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
