@@ -35,14 +35,6 @@ import (
 	"github.com/labctl/labctl/internal/userr"
 )
 
-// Labels labctl puts on what it creates (verify's namespaces).
-const (
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "labctl"
-	// namespacePrefix is how verify names its namespaces.
-	namespacePrefix = "labctl-"
-)
-
 // Defaults of Options.
 const (
 	DefaultTimeout    = 2 * time.Minute
@@ -258,7 +250,7 @@ func (c *cleaner) resolveLabKinds() error {
 			continue
 		}
 		if err != nil {
-			return apiError(err, "cannot look up the "+gvk.Kind+" API")
+			return kube.APIError(err, "cannot look up the "+gvk.Kind+" API")
 		}
 		c.labResources = append(c.labResources, labResource{gvr: m.Resource, kind: gvk.Kind, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace})
 	}
@@ -287,7 +279,7 @@ func (c *cleaner) plan(ctx context.Context) (*plan, error) {
 	// cannot vouch for.
 	nsList, err := c.list(ctx, namespaces, "")
 	if err != nil {
-		return nil, apiError(err, "cannot list namespaces")
+		return nil, kube.APIError(err, "cannot list namespaces")
 	}
 	labctlNS := map[string]bool{}
 	var nsDeletes []Ref
@@ -295,10 +287,10 @@ func (c *cleaner) plan(ctx context.Context) (*plan, error) {
 		n := &nsList[i]
 		r := Ref{GVR: namespaces, Kind: "Namespace", Name: n.GetName(), UID: n.GetUID(), role: namespace}
 		switch {
-		case n.GetLabels()[ManagedByLabel] == ManagedByValue:
+		case n.GetLabels()[kube.ManagedByLabel] == kube.ManagedByValue:
 			labctlNS[n.GetName()] = true
 			nsDeletes = append(nsDeletes, r)
-		case strings.HasPrefix(n.GetName(), namespacePrefix):
+		case strings.HasPrefix(n.GetName(), kube.NamespacePrefix):
 			if c.o.Force {
 				labctlNS[n.GetName()] = true
 				nsDeletes = append(nsDeletes, r)
@@ -323,7 +315,7 @@ func (c *cleaner) plan(ctx context.Context) (*plan, error) {
 			continue
 		}
 		if err != nil {
-			return nil, apiError(err, "cannot list "+lr.gvr.Resource)
+			return nil, kube.APIError(err, "cannot list "+lr.gvr.Resource)
 		}
 		if ns != "" {
 			for labNS := range labctlNS {
@@ -390,7 +382,7 @@ func (c *cleaner) planChildren(ctx context.Context, p *plan, look []string) erro
 	if err != nil && len(lists) == 0 {
 		// A partial answer (one aggregated API down) still names the
 		// built-in resources; no answer at all is an error.
-		return apiError(err, "cannot discover the cluster's resources")
+		return kube.APIError(err, "cannot discover the cluster's resources")
 	}
 	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "delete"}}, lists)
 	var sets []Ref
@@ -437,7 +429,7 @@ func (c *cleaner) planDataVolumes(ctx context.Context, p *plan, sets []Ref) erro
 			continue
 		}
 		if err != nil {
-			return apiError(err, "cannot read "+set.String())
+			return kube.APIError(err, "cannot read "+set.String())
 		}
 		sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
 		if len(sel) == 0 {
@@ -445,7 +437,7 @@ func (c *cleaner) planDataVolumes(ctx context.Context, p *plan, sets []Ref) erro
 		}
 		claims, err := c.list(ctx, pvcs, set.Namespace)
 		if err != nil {
-			return apiError(err, "cannot list the PersistentVolumeClaims in "+set.Namespace)
+			return kube.APIError(err, "cannot list the PersistentVolumeClaims in "+set.Namespace)
 		}
 		name := regexp.MustCompile(`^.+-` + regexp.QuoteMeta(set.Name) + `-[0-9]+$`)
 		for i := range claims {
@@ -515,7 +507,7 @@ func (c *cleaner) deleteOne(ctx context.Context, r Ref) error {
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
-	return apiError(err, "cannot delete "+r.String())
+	return kube.APIError(err, "cannot delete "+r.String())
 }
 
 // waitGone watches until every deleted object, every owner and every child
@@ -584,13 +576,13 @@ func (c *cleaner) stripFinalizers(ctx context.Context, p *plan) error {
 			continue
 		}
 		if err != nil {
-			return apiError(err, "cannot read "+o.String())
+			return kube.APIError(err, "cannot read "+o.String())
 		}
 		if u.GetDeletionTimestamp() == nil || len(u.GetFinalizers()) == 0 {
 			continue
 		}
 		if _, err := c.resource(o).Patch(ctx, o.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return apiError(err, "cannot remove the finalizers of "+o.String())
+			return kube.APIError(err, "cannot remove the finalizers of "+o.String())
 		}
 		fmt.Fprintf(c.s.ErrOut, "%s removed finalizers %s from %s\n", c.s.Styles().Warning.Render("!"), strings.Join(u.GetFinalizers(), ", "), o)
 	}
@@ -619,8 +611,4 @@ func (c *cleaner) stuckError(ctx context.Context, r Ref, cause error) error {
 	return userr.Wrap(cause, userr.ExitFailure,
 		fmt.Sprintf("%s was not removed within %s", r, c.o.Timeout),
 		"garbage collection may be slow on a loaded machine: run `labctl reset` again, or pass a longer --timeout")
-}
-
-func apiError(err error, what string) error {
-	return userr.Wrap(err, userr.ExitFailure, what+": "+userr.Message(err), "check that the cluster is running (`labctl status`)")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/testcluster"
 	"github.com/labctl/labctl/internal/userr"
@@ -116,7 +117,7 @@ func exists(t *testing.T, apiVersion, kind, ns, name string) bool {
 func TestResetWithoutCRDs(t *testing.T) {
 	needCluster(t)
 	ns := "labctl-lab-3-4-" + suffix()
-	makeNamespace(t, ns, map[string]string{ManagedByLabel: ManagedByValue})
+	makeNamespace(t, ns, map[string]string{kube.ManagedByLabel: kube.ManagedByValue})
 	out, err := run(t, Options{})
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "deleted 1 Namespace")
@@ -209,7 +210,7 @@ func TestResetDeletesTheLabsObjects(t *testing.T) {
 	foreign := "labctl-foreign-" + sfx
 	makeNamespace(t, work, nil)
 	makeNamespace(t, other, nil)
-	makeNamespace(t, labNS, map[string]string{ManagedByLabel: ManagedByValue})
+	makeNamespace(t, labNS, map[string]string{kube.ManagedByLabel: kube.ManagedByValue})
 	makeNamespace(t, foreign, nil)
 
 	database(t, work, "db1")
