@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labctl/labctl/internal/cluster"
@@ -24,6 +23,7 @@ import (
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/userr"
 	"github.com/labctl/labctl/internal/xdg"
@@ -357,32 +357,10 @@ func checkKubeconfig(ctx context.Context, o *Options) Probe {
 		c.Fix = "fix it (`kubectl config view`) or run `labctl up`"
 		return c
 	}
-	cfg.Timeout = 5 * time.Second
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	v, err := kube.ServerVersion(ctx, cfg, 5*time.Second)
 	if err == nil {
-		type res struct {
-			v   string
-			err error
-		}
-		done := make(chan res, 1)
-		go func() {
-			v, err := dc.ServerVersion()
-			if err != nil {
-				done <- res{err: err}
-				return
-			}
-			done <- res{v: v.GitVersion}
-		}()
-		select {
-		case r := <-done:
-			if r.err == nil {
-				c.Status, c.Detail = Pass, fmt.Sprintf("%s reachable (Kubernetes %s)", name, r.v)
-				return c
-			}
-			err = r.err
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+		c.Status, c.Detail = Pass, fmt.Sprintf("%s reachable (Kubernetes %s)", name, v)
+		return c
 	}
 	c.Detail = fmt.Sprintf("%s does not answer: %s", name, userr.Message(err))
 	c.Status, c.Fix = Warn, "start that cluster or switch context (`kubectl config use-context`); `labctl up` creates the course's"
