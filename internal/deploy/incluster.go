@@ -388,7 +388,6 @@ func shortID(id string) string {
 	return id
 }
 
-
 // inClusterOperator describes the deployed manager.
 func inClusterOperator(cs kubernetes.Interface, p *Project, d *appsv1.Deployment, container, sa string) *Operator {
 	ns := d.Namespace
