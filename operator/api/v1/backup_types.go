@@ -45,7 +45,7 @@ type BackupSpec struct {
 type BackupStatus struct {
 	// Phase is the current backup phase
 	// +kubebuilder:validation:Enum=Pending;InProgress;Completed;Failed
-	Phase string `json:"phase,omitempty"`
+	Phase BackupPhase `json:"phase,omitempty"`
 
 	// BackupTime is when the backup was created
 	BackupTime *metav1.Time `json:"backupTime,omitempty"`

@@ -48,26 +48,6 @@ import (
 	databasev1 "github.com/example/postgres-operator/api/v1"
 )
 
-// Backup phases (status.phase).
-const (
-	BackupPhasePending    = "Pending"
-	BackupPhaseInProgress = "InProgress"
-	BackupPhaseCompleted  = "Completed"
-	BackupPhaseFailed     = "Failed"
-)
-
-// Backup condition type and reasons.
-const (
-	ConditionBackupReady = "BackupReady"
-
-	ReasonDatabaseNotFound = "DatabaseNotFound"
-	ReasonDatabaseNotReady = "DatabaseNotReady"
-	ReasonBackupInProgress = "BackupInProgress"
-	ReasonBackupCompleted  = "BackupCompleted"
-	ReasonBackupFailed     = "BackupFailed"
-	ReasonInvalidSchedule  = "InvalidSchedule"
-)
-
 const (
 	// databaseRefField indexes Backups by spec.databaseRef.name, so a Database
 	// event finds the Backups that wait for it.
@@ -173,11 +153,11 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	now := r.now()
 	due, scheduled, next, err := r.nextRun(backup, latest, now)
 	if err != nil {
-		if !r.conditionReasonIs(backup, ReasonInvalidSchedule) {
+		if !r.conditionReasonIs(backup, databasev1.ReasonInvalidSchedule) {
 			log.Error(err, "Invalid schedule", "schedule", backup.Spec.Schedule)
 		}
-		backup.Status.Phase = BackupPhaseFailed
-		r.setCondition(backup, metav1.ConditionFalse, ReasonInvalidSchedule, fmt.Sprintf("invalid schedule %q: %v", backup.Spec.Schedule, err))
+		backup.Status.Phase = databasev1.BackupPhaseFailed
+		r.setCondition(backup, metav1.ConditionFalse, databasev1.ReasonInvalidSchedule, fmt.Sprintf("invalid schedule %q: %v", backup.Spec.Schedule, err))
 		// Nothing to retry until the spec changes (which triggers a reconcile).
 		return ctrl.Result{}, r.updateStatus(ctx, base, backup)
 	}
@@ -198,14 +178,14 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	if err != nil || db.Status.Phase != databasev1.DatabasePhaseReady {
-		reason, message := ReasonDatabaseNotFound, fmt.Sprintf("Database %s not found", backup.Spec.DatabaseRef.Name)
+		reason, message := databasev1.ReasonDatabaseNotFound, fmt.Sprintf("Database %s not found", backup.Spec.DatabaseRef.Name)
 		if err == nil {
-			reason = ReasonDatabaseNotReady
+			reason = databasev1.ReasonDatabaseNotReady
 			message = fmt.Sprintf("Database %s is not ready (phase %q)", db.Name, db.Status.Phase)
 		}
 		log.Info("Backup waiting for its database", "reason", reason)
 		if latest == nil {
-			backup.Status.Phase = BackupPhasePending
+			backup.Status.Phase = databasev1.BackupPhasePending
 			r.setCondition(backup, metav1.ConditionFalse, reason, message)
 		} else {
 			// A scheduled run is due: the previous result stays valid and the
@@ -235,7 +215,7 @@ func (r *BackupReconciler) nextRun(backup *databasev1.Backup, latest *batchv1.Jo
 	if backup.Spec.Schedule == "" {
 		// One backup, as soon as the Database is Ready. A recorded result with
 		// no Job left (someone deleted it) is not a reason to run again.
-		done := backup.Status.Phase == BackupPhaseCompleted || backup.Status.Phase == BackupPhaseFailed
+		done := backup.Status.Phase == databasev1.BackupPhaseCompleted || backup.Status.Phase == databasev1.BackupPhaseFailed
 		return latest == nil && !done, now, time.Time{}, nil
 	}
 	schedule, err := parseSchedule(backup.Spec.Schedule)
@@ -434,8 +414,8 @@ func (r *BackupReconciler) pruneRuns(ctx context.Context, backup *databasev1.Bac
 }
 
 func (r *BackupReconciler) setInProgress(backup *databasev1.Backup, job *batchv1.Job) {
-	backup.Status.Phase = BackupPhaseInProgress
-	r.setCondition(backup, metav1.ConditionFalse, ReasonBackupInProgress, fmt.Sprintf("Backup job %s is running", job.Name))
+	backup.Status.Phase = databasev1.BackupPhaseInProgress
+	r.setCondition(backup, metav1.ConditionFalse, databasev1.ReasonBackupInProgress, fmt.Sprintf("Backup job %s is running", job.Name))
 }
 
 // setFinished reports the outcome of a finished run. A failed run keeps the
@@ -447,12 +427,12 @@ func (r *BackupReconciler) setFinished(ctx context.Context, backup *databasev1.B
 		if failed.Reason != "" || failed.Message != "" {
 			message = fmt.Sprintf("%s: %s: %s", message, failed.Reason, failed.Message)
 		}
-		if backup.Status.Phase != BackupPhaseFailed || !r.conditionReasonIs(backup, ReasonBackupFailed) {
+		if backup.Status.Phase != databasev1.BackupPhaseFailed || !r.conditionReasonIs(backup, databasev1.ReasonBackupFailed) {
 			log.Info("Backup failed", "job", job.Name, "message", message)
-			r.event(backup, job, corev1.EventTypeWarning, ReasonBackupFailed, "Backup", "%s", message)
+			r.event(backup, job, corev1.EventTypeWarning, databasev1.ReasonBackupFailed, "Backup", "%s", message)
 		}
-		backup.Status.Phase = BackupPhaseFailed
-		r.setCondition(backup, metav1.ConditionFalse, ReasonBackupFailed, message)
+		backup.Status.Phase = databasev1.BackupPhaseFailed
+		r.setCondition(backup, metav1.ConditionFalse, databasev1.ReasonBackupFailed, message)
 		return
 	}
 	completed := jobCondition(job, batchv1.JobComplete)
@@ -461,15 +441,15 @@ func (r *BackupReconciler) setFinished(ctx context.Context, backup *databasev1.B
 		finishedAt = *job.Status.CompletionTime
 	}
 	location := job.Annotations[annotationLocation]
-	if backup.Status.Phase != BackupPhaseCompleted || backup.Status.BackupLocation != location {
+	if backup.Status.Phase != databasev1.BackupPhaseCompleted || backup.Status.BackupLocation != location {
 		log.Info("Backup completed", "job", job.Name, "location", location)
-		r.event(backup, job, corev1.EventTypeNormal, ReasonBackupCompleted, "Backup",
+		r.event(backup, job, corev1.EventTypeNormal, databasev1.ReasonBackupCompleted, "Backup",
 			"Backup completed successfully: %s", location)
 	}
-	backup.Status.Phase = BackupPhaseCompleted
+	backup.Status.Phase = databasev1.BackupPhaseCompleted
 	backup.Status.BackupTime = &finishedAt
 	backup.Status.BackupLocation = location
-	r.setCondition(backup, metav1.ConditionTrue, ReasonBackupCompleted, "Backup completed successfully")
+	r.setCondition(backup, metav1.ConditionTrue, databasev1.ReasonBackupCompleted, "Backup completed successfully")
 }
 
 // backupsForDatabase maps a Database event to the Backups of that Database,
@@ -517,15 +497,15 @@ func (r *BackupReconciler) updateStatus(ctx context.Context, base, backup *datab
 	if equality.Semantic.DeepEqual(base.Status, backup.Status) {
 		return nil
 	}
-	before := meta.FindStatusCondition(base.Status.Conditions, ConditionBackupReady)
-	after := meta.FindStatusCondition(backup.Status.Conditions, ConditionBackupReady)
+	before := meta.FindStatusCondition(base.Status.Conditions, databasev1.ConditionBackupReady)
+	after := meta.FindStatusCondition(backup.Status.Conditions, databasev1.ConditionBackupReady)
 	if base.Status.Phase != backup.Status.Phase {
 		logf.FromContext(ctx).Info("Backup phase changed", "from", base.Status.Phase, "to", backup.Status.Phase)
 	}
-	if after != nil && (backup.Status.Phase == BackupPhasePending || after.Reason == ReasonInvalidSchedule) &&
+	if after != nil && (backup.Status.Phase == databasev1.BackupPhasePending || after.Reason == databasev1.ReasonInvalidSchedule) &&
 		(base.Status.Phase != backup.Status.Phase || before == nil || before.Reason != after.Reason) {
 		eventType := corev1.EventTypeNormal
-		if after.Reason == ReasonInvalidSchedule {
+		if after.Reason == databasev1.ReasonInvalidSchedule {
 			eventType = corev1.EventTypeWarning
 		}
 		r.event(backup, nil, eventType, after.Reason, "Backup", "%s", after.Message)
@@ -535,7 +515,7 @@ func (r *BackupReconciler) updateStatus(ctx context.Context, base, backup *datab
 
 func (r *BackupReconciler) setCondition(backup *databasev1.Backup, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&backup.Status.Conditions, metav1.Condition{
-		Type:               ConditionBackupReady,
+		Type:               databasev1.ConditionBackupReady,
 		Status:             status,
 		Reason:             reason,
 		Message:            message,
@@ -544,7 +524,7 @@ func (r *BackupReconciler) setCondition(backup *databasev1.Backup, status metav1
 }
 
 func (r *BackupReconciler) conditionReasonIs(backup *databasev1.Backup, reason string) bool {
-	c := meta.FindStatusCondition(backup.Status.Conditions, ConditionBackupReady)
+	c := meta.FindStatusCondition(backup.Status.Conditions, databasev1.ConditionBackupReady)
 	return c != nil && c.Reason == reason
 }
 

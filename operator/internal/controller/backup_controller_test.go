@@ -34,7 +34,7 @@ import (
 )
 
 func backupReady(backup *databasev1.Backup) metav1.Condition {
-	return condition(backup.Status.Conditions, ConditionBackupReady)
+	return condition(backup.Status.Conditions, databasev1.ConditionBackupReady)
 }
 
 var _ = Describe("Backup controller", func() {
@@ -45,17 +45,17 @@ var _ = Describe("Backup controller", func() {
 		backup := newBackup(ns, "early", "later-db")
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "early")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhasePending))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhasePending))
 			g.Expect(backupReady(b).Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(backupReady(b).Reason).To(Equal(ReasonDatabaseNotFound))
+			g.Expect(backupReady(b).Reason).To(Equal(databasev1.ReasonDatabaseNotFound))
 		}).Should(Succeed())
 
 		By("the Database appearing, not Ready yet")
 		newDatabase(ns, "later-db")
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "early")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhasePending))
-			g.Expect(backupReady(b).Reason).To(Equal(ReasonDatabaseNotReady))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhasePending))
+			g.Expect(backupReady(b).Reason).To(Equal(databasev1.ReasonDatabaseNotReady))
 		}, reactionTimeout, pollInterval).Should(Succeed())
 		Expect(runJobs(Default, backup)).To(BeEmpty())
 
@@ -65,11 +65,11 @@ var _ = Describe("Backup controller", func() {
 		waitForRunJob(backup, 1, reactionTimeout)
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "early")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhaseInProgress))
-			g.Expect(backupReady(b).Reason).To(Equal(ReasonBackupInProgress))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhaseInProgress))
+			g.Expect(backupReady(b).Reason).To(Equal(databasev1.ReasonBackupInProgress))
 		}, reactionTimeout, pollInterval).Should(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(eventReasons(g, ns, "early")).To(ContainElements(ReasonDatabaseNotFound, ReasonDatabaseNotReady, "BackupStarted"))
+			g.Expect(eventReasons(g, ns, "early")).To(ContainElements(databasev1.ReasonDatabaseNotFound, databasev1.ReasonDatabaseNotReady, "BackupStarted"))
 		}).Should(Succeed())
 	})
 
@@ -120,7 +120,7 @@ var _ = Describe("Backup controller", func() {
 
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "shop-backup")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhaseInProgress))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhaseInProgress))
 			g.Expect(backupReady(b).Status).To(Equal(metav1.ConditionFalse))
 		}).Should(Succeed())
 	})
@@ -132,17 +132,17 @@ var _ = Describe("Backup controller", func() {
 		completeJob(job)
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "orders-backup")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhaseCompleted))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhaseCompleted))
 			ready := backupReady(b)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(ready.Reason).To(Equal(ReasonBackupCompleted))
+			g.Expect(ready.Reason).To(Equal(databasev1.ReasonBackupCompleted))
 			g.Expect(ready.Message).To(Equal("Backup completed successfully"))
 			g.Expect(b.Status.BackupTime).NotTo(BeNil())
 			file := strings.TrimPrefix(envValue(job, "BACKUP_FILE"), "/backup/")
 			g.Expect(b.Status.BackupLocation).To(Equal("pvc://orders-backup-storage/" + file))
 		}, reactionTimeout, pollInterval).Should(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(eventReasons(g, ns, "orders-backup")).To(ContainElements("BackupStarted", ReasonBackupCompleted))
+			g.Expect(eventReasons(g, ns, "orders-backup")).To(ContainElements("BackupStarted", databasev1.ReasonBackupCompleted))
 		}).Should(Succeed())
 
 		By("a one-off backup does not run again")
@@ -157,21 +157,21 @@ var _ = Describe("Backup controller", func() {
 		failJob(job, "Job has reached the specified backoff limit")
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "broken-backup")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhaseFailed))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhaseFailed))
 			ready := backupReady(b)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(ready.Reason).To(Equal(ReasonBackupFailed))
+			g.Expect(ready.Reason).To(Equal(databasev1.ReasonBackupFailed))
 			g.Expect(ready.Message).To(ContainSubstring("Job has reached the specified backoff limit"))
 			g.Expect(ready.Message).To(ContainSubstring(job.Name))
 		}, reactionTimeout, pollInterval).Should(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(eventReasons(g, ns, "broken-backup")).To(ContainElement(ReasonBackupFailed))
+			g.Expect(eventReasons(g, ns, "broken-backup")).To(ContainElement(databasev1.ReasonBackupFailed))
 		}).Should(Succeed())
 
 		poke(backup)
 		Consistently(func(g Gomega) {
 			g.Expect(runJobs(g, backup)).To(HaveLen(1))
-			g.Expect(getBackup(g, ns, "broken-backup").Status.Phase).To(Equal(BackupPhaseFailed))
+			g.Expect(getBackup(g, ns, "broken-backup").Status.Phase).To(Equal(databasev1.BackupPhaseFailed))
 		}).Should(Succeed())
 	})
 
@@ -180,7 +180,7 @@ var _ = Describe("Backup controller", func() {
 		backup := newBackup(ns, "crashy-backup", "crashy")
 		first := waitForRunJob(backup, 1)
 		Eventually(func(g Gomega) {
-			g.Expect(getBackup(g, ns, "crashy-backup").Status.Phase).To(Equal(BackupPhaseInProgress))
+			g.Expect(getBackup(g, ns, "crashy-backup").Status.Phase).To(Equal(databasev1.BackupPhaseInProgress))
 		}).Should(Succeed())
 
 		By("stopping the manager mid-backup; the Job finishes while it is down")
@@ -191,8 +191,8 @@ var _ = Describe("Backup controller", func() {
 		running = startManager()
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "crashy-backup")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhaseCompleted))
-			g.Expect(backupReady(b).Reason).To(Equal(ReasonBackupCompleted))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhaseCompleted))
+			g.Expect(backupReady(b).Reason).To(Equal(databasev1.ReasonBackupCompleted))
 		}).Should(Succeed())
 		jobs := runJobs(Default, backup)
 		Expect(jobs).To(HaveLen(1))
@@ -206,12 +206,12 @@ var _ = Describe("Backup controller", func() {
 		running.stop()
 		running = startManager()
 		Eventually(func(g Gomega) {
-			g.Expect(getBackup(g, ns, "crashy-backup-2").Status.Phase).To(Equal(BackupPhaseInProgress))
+			g.Expect(getBackup(g, ns, "crashy-backup-2").Status.Phase).To(Equal(databasev1.BackupPhaseInProgress))
 		}).Should(Succeed())
 		Expect(runJobs(Default, other)).To(HaveLen(1))
 		completeJob(second)
 		Eventually(func(g Gomega) {
-			g.Expect(getBackup(g, ns, "crashy-backup-2").Status.Phase).To(Equal(BackupPhaseCompleted))
+			g.Expect(getBackup(g, ns, "crashy-backup-2").Status.Phase).To(Equal(databasev1.BackupPhaseCompleted))
 		}, reactionTimeout, pollInterval).Should(Succeed())
 	})
 
@@ -229,7 +229,7 @@ var _ = Describe("Backup controller", func() {
 		Expect(job.Name).To(Equal("hourly-backup-20260301-103000"))
 		completeJob(job)
 		Eventually(func(g Gomega) {
-			g.Expect(getBackup(g, ns, "hourly-backup").Status.Phase).To(Equal(BackupPhaseCompleted))
+			g.Expect(getBackup(g, ns, "hourly-backup").Status.Phase).To(Equal(databasev1.BackupPhaseCompleted))
 		}).Should(Succeed())
 
 		By("before the next cron time nothing runs")
@@ -259,7 +259,7 @@ var _ = Describe("Backup controller", func() {
 			completeJob(&newest)
 			Eventually(func(g Gomega) {
 				b := getBackup(g, ns, "hourly-backup")
-				g.Expect(b.Status.Phase).To(Equal(BackupPhaseCompleted))
+				g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhaseCompleted))
 				g.Expect(b.Status.BackupLocation).To(HaveSuffix(at.Truncate(time.Hour).Format(backupTimeFormat) + ".sql"))
 				names := []string{}
 				for _, j := range runJobs(g, backup) {
@@ -281,8 +281,8 @@ var _ = Describe("Backup controller", func() {
 		newBackup(ns, "bad-schedule", "nothing", func(b *databasev1.Backup) { b.Spec.Schedule = "every day" })
 		Eventually(func(g Gomega) {
 			b := getBackup(g, ns, "bad-schedule")
-			g.Expect(b.Status.Phase).To(Equal(BackupPhaseFailed))
-			g.Expect(backupReady(b).Reason).To(Equal(ReasonInvalidSchedule))
+			g.Expect(b.Status.Phase).To(Equal(databasev1.BackupPhaseFailed))
+			g.Expect(backupReady(b).Reason).To(Equal(databasev1.ReasonInvalidSchedule))
 		}).Should(Succeed())
 	})
 

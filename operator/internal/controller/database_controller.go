@@ -318,15 +318,15 @@ func (r *DatabaseReconciler) checkBackupStatus(ctx context.Context, db *database
 		log.Info("Backup references this Database itself; not waiting for it", "backup", name)
 		return true, "", nil
 	}
-	condition := meta.FindStatusCondition(backup.Status.Conditions, ConditionBackupReady)
+	condition := meta.FindStatusCondition(backup.Status.Conditions, databasev1.ConditionBackupReady)
 	if condition == nil {
 		log.Info("Waiting for backup condition to be ready", "backup", name, "condition", "none")
-		return false, fmt.Sprintf("Waiting for Backup %s: no %s condition yet", name, ConditionBackupReady), nil
+		return false, fmt.Sprintf("Waiting for Backup %s: no %s condition yet", name, databasev1.ConditionBackupReady), nil
 	}
 	if condition.Status != metav1.ConditionTrue {
 		log.Info("Waiting for backup condition to be ready", "backup", name,
 			"status", condition.Status, "reason", condition.Reason)
-		return false, fmt.Sprintf("Waiting for Backup %s: %s=%s (%s)", name, ConditionBackupReady, condition.Status, condition.Reason), nil
+		return false, fmt.Sprintf("Waiting for Backup %s: %s=%s (%s)", name, databasev1.ConditionBackupReady, condition.Status, condition.Reason), nil
 	}
 	return true, "", nil
 }

@@ -518,7 +518,7 @@ var _ = Describe("Database controller", func() {
 			})
 		}
 		readyCondition := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
-			return []metav1.Condition{{Type: ConditionBackupReady, Status: status, Reason: reason,
+			return []metav1.Condition{{Type: databasev1.ConditionBackupReady, Status: status, Reason: reason,
 				Message: "written by the test", LastTransitionTime: metav1.Now()}}
 		}
 		expectWaiting := func(db *databasev1.Database, message string) {
@@ -543,7 +543,7 @@ var _ = Describe("Database controller", func() {
 		}
 
 		It("keeps waiting on a Backup whose phase is Completed but that has no condition (nil-safe)", func() {
-			backup := backupWithStatus(databasev1.BackupStatus{Phase: BackupPhaseCompleted})
+			backup := backupWithStatus(databasev1.BackupStatus{Phase: databasev1.BackupPhaseCompleted})
 			db := restoredFrom(backup)
 			ready, message, err := direct.checkBackupStatus(ctx, db)
 			Expect(err).NotTo(HaveOccurred())
@@ -557,7 +557,7 @@ var _ = Describe("Database controller", func() {
 			By("a True BackupReady condition arriving: the Backup watch releases the Database")
 			Eventually(func(g Gomega) {
 				current := getBackup(g, isolatedNamespace, backup.Name)
-				current.Status.Conditions = readyCondition(metav1.ConditionTrue, ReasonBackupCompleted)
+				current.Status.Conditions = readyCondition(metav1.ConditionTrue, databasev1.ReasonBackupCompleted)
 				g.Expect(k8sClient.Status().Update(ctx, current)).To(Succeed())
 			}).Should(Succeed())
 			Eventually(func(g Gomega) {
@@ -567,8 +567,8 @@ var _ = Describe("Database controller", func() {
 		})
 
 		It("keeps waiting while BackupReady is False, whatever the phase", func() {
-			backup := backupWithStatus(databasev1.BackupStatus{Phase: BackupPhaseCompleted,
-				Conditions: readyCondition(metav1.ConditionFalse, ReasonBackupInProgress)})
+			backup := backupWithStatus(databasev1.BackupStatus{Phase: databasev1.BackupPhaseCompleted,
+				Conditions: readyCondition(metav1.ConditionFalse, databasev1.ReasonBackupInProgress)})
 			db := restoredFrom(backup)
 			ready, message, err := direct.checkBackupStatus(ctx, db)
 			Expect(err).NotTo(HaveOccurred())
@@ -580,8 +580,8 @@ var _ = Describe("Database controller", func() {
 		})
 
 		It("proceeds when BackupReady is True, even with another phase", func() {
-			backup := backupWithStatus(databasev1.BackupStatus{Phase: BackupPhaseInProgress,
-				Conditions: readyCondition(metav1.ConditionTrue, ReasonBackupCompleted)})
+			backup := backupWithStatus(databasev1.BackupStatus{Phase: databasev1.BackupPhaseInProgress,
+				Conditions: readyCondition(metav1.ConditionTrue, databasev1.ReasonBackupCompleted)})
 			db := restoredFrom(backup)
 			ready, _, err := direct.checkBackupStatus(ctx, db)
 			Expect(err).NotTo(HaveOccurred())

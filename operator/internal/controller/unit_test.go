@@ -106,7 +106,7 @@ var _ = Describe("Unit", func() {
 			due, _, _, _ = r.nextRun(scheduled(""), runAt(at("10:00")), at("11:00"))
 			Expect(due).To(BeFalse())
 			done := scheduled("")
-			done.Status.Phase = BackupPhaseCompleted
+			done.Status.Phase = databasev1.BackupPhaseCompleted
 			due, _, _, _ = r.nextRun(done, nil, at("11:00"))
 			Expect(due).To(BeFalse(), "a recorded result whose Job was deleted does not run again")
 		})
