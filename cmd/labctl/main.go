@@ -56,19 +56,16 @@ func run() int {
 	} else if note != "" {
 		fmt.Fprintln(streams.ErrOut, note)
 	}
-	kindProv, existingProv := &kind.Provider{}, &existing.Provider{}
+	kindProv, existingProv := &kind.Provider{}, &existing.Provider{Operators: deploy.FromRegistry{}}
+	kindProv.Operators = deploy.IntoKind{Provider: kindProv}
 	f := &cmdutil.Factory{
 		IOStreams: streams,
 		Version:   version,
 		Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{
-			local.ProviderName:    &local.Provider{},
+			local.ProviderName:    &local.Provider{Operators: deploy.AsProcess{}},
 			kind.ProviderName:     kindProv,
 			existing.ProviderName: existingProv,
-		}, Detect: kindProv.Detect(local.ProviderName)},
-	}
-	f.DeployOperator = func(ctx context.Context, c *cluster.Cluster, dir string) error {
-		_, err := deploy.Deploy(ctx, c, dir, deploy.Options{Streams: streams, Kind: kindProv})
-		return err
+		}, Detect: kindProv.Detect(local.ProviderName), Fallback: local.ProviderName},
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -29,9 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/labctl/labctl/internal/cluster"
-	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -49,7 +49,7 @@ type Options struct {
 	Cluster *cluster.Cluster
 	// Operator is the operator under test; nil when none was found (checks
 	// that need it are skipped, and scenarios will observe nothing).
-	Operator *deploy.Operator
+	Operator *operator.Operator
 	// ProjectDir is the operator's source (kubebuilder project) for source
 	// and build checks; "" skips them.
 	ProjectDir string

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 
-	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -58,14 +58,14 @@ func runApplyFile(ctx context.Context, c *Context, params any) Outcome {
 	if err != nil {
 		return errorf("reading %s: %v", p.File, err)
 	}
-	objs, err := deploy.DecodeYAML(raw)
+	objs, err := kube.DecodeYAML(raw)
 	if err != nil {
 		return fail("%s is not valid YAML: %s", p.File, oneLine(err))
 	}
 	if len(objs) == 0 {
 		return fail("%s holds no object", p.File)
 	}
-	applier, err := deploy.NewApplier(c.Config())
+	applier, err := kube.NewApplier(c.Config())
 	if err != nil {
 		return errorf("connecting to the cluster: %v", oneLine(err))
 	}

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -305,7 +305,7 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 		if ctx.Err() != nil {
 			return errorf("compiling the project did not finish within %s", roundDur(c.Timeout))
 		}
-		out := fail("the project does not compile: %s", deploy.FirstErrors(stderr.String(), 3))
+		out := fail("the project does not compile: %s", gobuild.FirstErrors(stderr.String(), 3))
 		out.Expected = "go build ./... succeeds"
 		out.Observed = truncate(report.Clean(stderr.String()), 1500)
 		return out

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/labctl/labctl/internal/cluster"
-	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -166,7 +166,7 @@ func (c *Context) Config() *rest.Config { return c.run.cfg }
 func (c *Context) Env() cluster.Env { return c.run.o.Cluster.Env }
 
 // Operator is the operator under test, or nil.
-func (c *Context) Operator() *deploy.Operator { return c.run.o.Operator }
+func (c *Context) Operator() *operator.Operator { return c.run.o.Operator }
 
 // ProjectDir is the operator's source directory, or "".
 func (c *Context) ProjectDir() string { return c.run.o.ProjectDir }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/operator"
+	"github.com/labctl/labctl/internal/userr"
 )
 
 // DefaultName is the cluster name the course uses.
@@ -34,6 +36,15 @@ type Provider interface {
 	Down(ctx context.Context, name string) error
 	// Status describes the cluster's parts for `labctl status`.
 	Status(ctx context.Context, name string) (*Status, error)
+}
+
+// UserOwned reports whether p's clusters belong to the user rather than to
+// labctl (the existing provider): a command that looks for labctl's
+// clusters in every provider skips such a provider, and never deletes
+// what it finds there.
+func UserOwned(p Provider) bool {
+	u, ok := p.(interface{ UserOwned() bool })
+	return ok && u.UserOwned()
 }
 
 // UpOptions are the inputs of Provider.Up.
@@ -62,6 +73,62 @@ type Cluster struct {
 	// Reused is true when Up found the cluster already running.
 	Reused bool
 	Env    Env
+	// Operators runs operators on this cluster the way its provider can;
+	// nil when labctl cannot run one there.
+	Operators OperatorRunner
+}
+
+// OperatorRunner runs a kubebuilder project's manager on a cluster. Each
+// provider decides how: the local provider as a supervised process with
+// the project's RBAC, kind as an image loaded into its nodes and a
+// Deployment, an existing cluster as an image from a registry.
+type OperatorRunner interface {
+	// Run builds and starts the manager of projectDir ("" = the reference
+	// operator), replacing the one running, and returns once it serves.
+	Run(ctx context.Context, c *Cluster, projectDir string, o RunOptions) (*operator.Operator, error)
+	// Current finds the manager running now. Where the cluster cannot
+	// tell which project it runs (a Deployment), it looks for the one of
+	// projectDir, else of the reference project ref ("" = the Database
+	// operator).
+	Current(ctx context.Context, c *Cluster, projectDir, ref string) (*operator.Operator, error)
+	// Stop stops every manager labctl runs on the cluster as a process;
+	// a no-op where managers are Deployments (deleting the cluster, or
+	// the namespace, removes them).
+	Stop(ctx context.Context, c *Cluster) error
+}
+
+// RunOptions tune OperatorRunner.Run.
+type RunOptions struct {
+	Streams *iostreams.IOStreams
+}
+
+// RunOperator runs the operator of projectDir on c; see OperatorRunner.
+func (c *Cluster) RunOperator(ctx context.Context, projectDir string, o RunOptions) (*operator.Operator, error) {
+	if c.Operators == nil {
+		return nil, c.cannotRun()
+	}
+	return c.Operators.Run(ctx, c, projectDir, o)
+}
+
+// CurrentOperator finds the operator running on c; see OperatorRunner.
+func (c *Cluster) CurrentOperator(ctx context.Context, projectDir, ref string) (*operator.Operator, error) {
+	if c.Operators == nil {
+		return nil, c.cannotRun()
+	}
+	return c.Operators.Current(ctx, c, projectDir, ref)
+}
+
+// StopOperators stops the managers labctl runs on c as processes.
+func (c *Cluster) StopOperators(ctx context.Context) error {
+	if c.Operators == nil {
+		return nil
+	}
+	return c.Operators.Stop(ctx, c)
+}
+
+func (c *Cluster) cannotRun() error {
+	return userr.New(fmt.Sprintf("labctl cannot run an operator on the %s cluster %q", c.Provider, c.Name),
+		"use `labctl up --provider local` or `--provider kind`")
 }
 
 // Env tells checks what the cluster can do, so they never need to know which

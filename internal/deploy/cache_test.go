@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,19 +36,19 @@ func TestSourceHashFollowsContentsNotTimes(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "main.go")
 	require.NoError(t, os.WriteFile(f, []byte("package main\n"), 0o644))
-	a, err := sourceHash(dir, "go1.26")
+	a, err := operator.Fingerprint(dir, "go1.26")
 	require.NoError(t, err)
 	old := time.Now().Add(-time.Hour)
 	require.NoError(t, os.Chtimes(f, old, old))
-	b, err := sourceHash(dir, "go1.26")
+	b, err := operator.Fingerprint(dir, "go1.26")
 	require.NoError(t, err)
 	assert.Equal(t, a, b, "times do not matter")
 	require.NoError(t, os.WriteFile(f, []byte("package main // x\n"), 0o644))
-	c, err := sourceHash(dir, "go1.26")
+	c, err := operator.Fingerprint(dir, "go1.26")
 	require.NoError(t, err)
 	assert.NotEqual(t, a, c, "contents do")
 	require.NoError(t, os.Chtimes(f, old, old))
-	d, err := sourceHash(dir, "go1.27")
+	d, err := operator.Fingerprint(dir, "go1.27")
 	require.NoError(t, err)
 	assert.NotEqual(t, c, d, "so does the toolchain")
 }

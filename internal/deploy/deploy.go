@@ -1,15 +1,6 @@
 package deploy
 
 import (
-	"context"
-	"fmt"
-	"path/filepath"
-
-	"github.com/labctl/labctl/internal/cluster"
-	"github.com/labctl/labctl/internal/cluster/kind"
-	"github.com/labctl/labctl/internal/cluster/local"
-	"github.com/labctl/labctl/internal/fslock"
-	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/userr"
 	"github.com/labctl/labctl/internal/xdg"
@@ -49,41 +40,4 @@ func cacheDir() (string, error) {
 		return "", userr.Env("no cache directory for labctl", "set XDG_CACHE_HOME")
 	}
 	return dir, nil
-}
-
-// Options tune Deploy.
-type Options struct {
-	Streams *iostreams.IOStreams
-	// Kind is the kind provider to load images with (its engine choice);
-	// nil means the default one.
-	Kind *kind.Provider
-	// TiedToParent makes a local manager die with this process (tests).
-	TiedToParent bool
-}
-
-// Deploy puts the operator of projectDir ("" = the reference operator)
-// onto c the way c's provider supports: a supervised local process on the
-// local provider, an image and a Deployment on kind or an existing cluster.
-func Deploy(ctx context.Context, c *cluster.Cluster, projectDir string, o Options) (*Operator, error) {
-	if c.Provider != local.ProviderName {
-		op, handled, err := InClusterFor(ctx, c, projectDir, o.Streams, o.Kind)
-		if !handled {
-			return nil, userr.New(fmt.Sprintf("labctl cannot deploy into a %s cluster", c.Provider), "use `labctl up --provider local` or `--provider kind`")
-		}
-		return op, err
-	}
-	p, err := ResolveProject(projectDir)
-	if err != nil {
-		return nil, err
-	}
-	// Two `labctl up` at once: the second waits for the first's deploy
-	// instead of stopping its manager half-way through.
-	if c.Env.StateDir != "" {
-		unlock, err := fslock.Lock(ctx, filepath.Join(c.Env.StateDir, "deploy.lock"))
-		if err != nil {
-			return nil, err
-		}
-		defer unlock()
-	}
-	return RunLocal(ctx, c, p, LocalOptions{Streams: o.Streams, TiedToParent: o.TiedToParent})
 }

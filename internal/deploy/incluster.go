@@ -23,11 +23,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/labctl/labctl/internal/cluster"
-	"github.com/labctl/labctl/internal/cluster/existing"
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/image"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -65,7 +65,7 @@ type InClusterOptions struct {
 // then it waits, watching, until the Deployment is rolled out and
 // Available. A new image ID under an unchanged pod template restarts the
 // rollout (`kubectl rollout restart`), so the new image is what runs.
-func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOptions) (*Operator, error) {
+func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOptions) (*operator.Operator, error) {
 	s := o.Streams
 	if s == nil {
 		s, _, _ = iostreams.Test(false)
@@ -110,7 +110,7 @@ func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOpt
 	}
 
 	step := s.StartStep(fmt.Sprintf("Applying %s (%d objects)", p.Name, len(objs)))
-	a, err := NewApplier(cfg)
+	a, err := kube.NewApplier(cfg)
 	if err != nil {
 		step.Fail()
 		return nil, err
@@ -151,7 +151,7 @@ func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOpt
 
 // CurrentInCluster describes p's operator as already deployed in the
 // cluster (by labctl or `make deploy`), without deploying anything.
-func CurrentInCluster(ctx context.Context, cfg *rest.Config, p *Project) (*Operator, error) {
+func CurrentInCluster(ctx context.Context, cfg *rest.Config, p *Project) (*operator.Operator, error) {
 	objs, err := p.Render()
 	if err != nil {
 		return nil, err
@@ -389,7 +389,7 @@ func shortID(id string) string {
 }
 
 // inClusterOperator describes the deployed manager.
-func inClusterOperator(cs kubernetes.Interface, p *Project, d *appsv1.Deployment, container, sa string) *Operator {
+func inClusterOperator(cs kubernetes.Interface, p *Project, d *appsv1.Deployment, container, sa string) *operator.Operator {
 	ns := d.Namespace
 	selector := ""
 	if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
@@ -402,11 +402,12 @@ func inClusterOperator(cs kubernetes.Interface, p *Project, d *appsv1.Deployment
 		}
 		return list.Items, nil
 	}
-	return &Operator{
-		Project:        p,
+	return &operator.Operator{
+		ProjectName:    p.Name,
+		ProjectDir:     p.Dir,
 		Namespace:      ns,
 		ServiceAccount: sa,
-		Identity:       ServiceAccountUser(ns, sa),
+		Identity:       operator.ServiceAccountUser(ns, sa),
 		Logs: func(ctx context.Context) ([]byte, error) {
 			ps, err := pods(ctx)
 			if err != nil {
@@ -456,7 +457,7 @@ type KindOptions struct {
 
 // ToKind builds the project's image with the cluster's engine, loads it
 // into every node and deploys it in-cluster.
-func ToKind(ctx context.Context, c *cluster.Cluster, p *Project, o KindOptions) (*Operator, error) {
+func ToKind(ctx context.Context, c *cluster.Cluster, p *Project, o KindOptions) (*operator.Operator, error) {
 	s := o.Streams
 	if s == nil {
 		s, _, _ = iostreams.Test(false)
@@ -529,7 +530,7 @@ type ExistingOptions struct {
 
 // ToExisting deploys into a cluster labctl did not create: it cannot load
 // images there, so the manager image must be pullable by the cluster.
-func ToExisting(ctx context.Context, c *cluster.Cluster, p *Project, o ExistingOptions) (*Operator, error) {
+func ToExisting(ctx context.Context, c *cluster.Cluster, p *Project, o ExistingOptions) (*operator.Operator, error) {
 	img := o.Image
 	if img == "" {
 		img = os.Getenv("LABCTL_IMAGE")
@@ -542,25 +543,4 @@ func ToExisting(ctx context.Context, c *cluster.Cluster, p *Project, o ExistingO
 		return nil, err
 	}
 	return InCluster(ctx, c.Config, p, InClusterOptions{Streams: o.Streams, Image: img, Timeout: o.Timeout})
-}
-
-// InClusterFor deploys the project in dir ("" = the reference operator)
-// into a kind or existing cluster; handled is false for other providers
-// (the local provider runs the manager as a process: see Deploy).
-func InClusterFor(ctx context.Context, c *cluster.Cluster, dir string, s *iostreams.IOStreams, kp *kind.Provider) (op *Operator, handled bool, err error) {
-	switch c.Provider {
-	case kind.ProviderName, existing.ProviderName:
-	default:
-		return nil, false, nil
-	}
-	p, err := ResolveProject(dir)
-	if err != nil {
-		return nil, true, err
-	}
-	if c.Provider == kind.ProviderName {
-		op, err = ToKind(ctx, c, p, KindOptions{Streams: s, Provider: kp})
-		return op, true, err
-	}
-	op, err = ToExisting(ctx, c, p, ExistingOptions{Streams: s})
-	return op, true, err
 }

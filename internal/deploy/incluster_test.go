@@ -27,6 +27,7 @@ import (
 	"github.com/labctl/labctl/internal/engine/enginetest"
 	"github.com/labctl/labctl/internal/image"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -101,7 +102,7 @@ func TestInClusterDeployAndRolloutRestart(t *testing.T) {
 	p := inClusterProject(t, "incluster")
 	ns, name := "incluster-system", "incluster-controller-manager"
 	s, _, errOut := iostreams.Test(false)
-	deployWith := func(img, id string) *deploy.Operator {
+	deployWith := func(img, id string) *operator.Operator {
 		t.Helper()
 		op, err := deploy.InCluster(ctx, env.Config, p, deploy.InClusterOptions{Streams: s, Image: img, ImageID: id, Timeout: 2 * time.Minute})
 		require.NoError(t, err, errOut.String())
@@ -113,7 +114,8 @@ func TestInClusterDeployAndRolloutRestart(t *testing.T) {
 	assert.Equal(t, ns, op.Namespace)
 	assert.Equal(t, name, op.ServiceAccount)
 	assert.Equal(t, "system:serviceaccount:"+ns+":"+name, op.Identity)
-	assert.Equal(t, p, op.Project)
+	assert.Equal(t, p.Name, op.ProjectName)
+	assert.Equal(t, p.Dir, op.ProjectDir)
 	d := getDeployment(t, ns, name)
 	c := d.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, "manager", c.Name)
@@ -352,7 +354,7 @@ func TestToKind(t *testing.T) {
 	c := &cluster.Cluster{Name: "course", Provider: kind.ProviderName, Config: env.Config}
 	s, _, errOut := iostreams.Test(false)
 	ns, name := "tokind-system", "tokind-controller-manager"
-	toKind := func() *deploy.Operator {
+	toKind := func() *operator.Operator {
 		t.Helper()
 		op, err := deploy.ToKind(ctx, c, p, deploy.KindOptions{Streams: s, Provider: prov, Tag: "postgres-operator:latest", Mode: image.ModeDockerfile, Timeout: 2 * time.Minute})
 		require.NoError(t, err, errOut.String())

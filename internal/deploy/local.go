@@ -20,8 +20,10 @@ import (
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/freeport"
+	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/satoken"
@@ -73,7 +75,7 @@ func operatorsDir(c *cluster.Cluster) string { return filepath.Join(c.Env.StateD
 // with `go build` and run as a supervised process whose kubeconfig holds
 // only a token of the manager's ServiceAccount (renewed by the supervisor). A manager already running for
 // the same project name is replaced.
-func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOptions) (*Operator, error) {
+func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOptions) (*operator.Operator, error) {
 	if c.Env.StateDir == "" {
 		return nil, userr.New("running an operator as a local process needs a local cluster", "use `labctl up --provider local`, or deploy in-cluster on kind")
 	}
@@ -109,7 +111,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	}
 
 	step := s.StartStep("Installing CRDs and RBAC from config/default")
-	applier, err := NewApplier(c.Config)
+	applier, err := kube.NewApplier(c.Config)
 	if err != nil {
 		step.Fail()
 		return nil, err
@@ -134,7 +136,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		step.Fail()
 		return nil, err
 	}
-	rec.SourceHash, _ = sourceFingerprint(p.Dir)
+	rec.SourceHash, _ = operator.SourceFingerprint(p.Dir)
 	if reused {
 		step.Done("unchanged sources, reused")
 	} else {
@@ -145,7 +147,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	if err := stopOperator(ctx, dir); err != nil {
 		return nil, err
 	}
-	identity := ServiceAccountUser(rec.Namespace, rec.ServiceAccount)
+	identity := operator.ServiceAccountUser(rec.Namespace, rec.ServiceAccount)
 	// The manager's only credential: a token of its ServiceAccount.
 	if _, err := kube.WaitFor(ctx, c.Config, corev1.SchemeGroupVersion.WithResource("serviceaccounts"), rec.Namespace, rec.ServiceAccount, time.Minute, kube.Exists); err != nil {
 		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager's ServiceAccount %s/%s did not appear: %v", rec.Namespace, rec.ServiceAccount, err), "check config/rbac/service_account.yaml in the project")
@@ -238,12 +240,13 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	return operatorFor(p, rec, dir), nil
 }
 
-func operatorFor(p *Project, rec localRecord, dir string) *Operator {
-	return &Operator{
-		Project:        p,
+func operatorFor(p *Project, rec localRecord, dir string) *operator.Operator {
+	return &operator.Operator{
+		ProjectName:    p.Name,
+		ProjectDir:     p.Dir,
 		Namespace:      rec.Namespace,
 		ServiceAccount: rec.ServiceAccount,
-		Identity:       ServiceAccountUser(rec.Namespace, rec.ServiceAccount),
+		Identity:       operator.ServiceAccountUser(rec.Namespace, rec.ServiceAccount),
 		SourceHash:     rec.SourceHash,
 		Logs: func(context.Context) ([]byte, error) {
 			return os.ReadFile(filepath.Join(dir, "manager.log"))
@@ -256,7 +259,7 @@ func operatorFor(p *Project, rec localRecord, dir string) *Operator {
 
 // CurrentLocal returns the operator running on a local cluster, or an
 // error saying how to deploy one.
-func CurrentLocal(c *cluster.Cluster) (*Operator, error) {
+func CurrentLocal(c *cluster.Cluster) (*operator.Operator, error) {
 	entries, err := os.ReadDir(operatorsDir(c))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -332,7 +335,7 @@ func BuildManager(ctx context.Context, p *Project, o BuildOptions) (path string,
 	if err != nil {
 		return "", false, err
 	}
-	sum, err := sourceHash(p.Dir, gt.id())
+	sum, err := operator.Fingerprint(p.Dir, gt.id())
 	if err != nil {
 		return "", false, err
 	}
@@ -455,45 +458,9 @@ func buildManager(ctx context.Context, p *Project, out, goBin string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &BuildError{Dir: p.Dir, Output: buf.String(), Err: err}
+		return &gobuild.Error{Dir: p.Dir, Output: buf.String(), Err: err}
 	}
 	return nil
-}
-
-// BuildError is a project that does not compile; Output holds the
-// compiler's messages.
-type BuildError struct {
-	Dir    string
-	Output string
-	Err    error
-}
-
-func (e *BuildError) Error() string {
-	return fmt.Sprintf("the project in %s does not build: %s", e.Dir, FirstErrors(e.Output, 1))
-}
-
-// Unwrap lets userr find a code.
-func (e *BuildError) Unwrap() error {
-	return userr.Wrap(e.Err, userr.ExitFailure, e.Error(), "run `go build ./...` in the project and fix the errors")
-}
-
-// FirstErrors returns the first n compiler error lines of go build output.
-func FirstErrors(out string, n int) string {
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		lines = append(lines, l)
-		if len(lines) == n {
-			break
-		}
-	}
-	if len(lines) == 0 {
-		return "go build failed"
-	}
-	return strings.Join(lines, " | ")
 }
 
 // waitManagerReady polls the manager's /readyz (a process that has not

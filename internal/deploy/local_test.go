@@ -16,6 +16,7 @@ import (
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/testcluster"
 	"github.com/labctl/labctl/internal/userr"
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { testcluster.Main(m, &env) }
 
 var databases = schema.GroupVersionResource{Group: "database.example.com", Version: "v1", Resource: "databases"}
 
-func runReference(t *testing.T) *deploy.Operator {
+func runReference(t *testing.T) *operator.Operator {
 	t.Helper()
 	p, err := deploy.ResolveProject("")
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func TestReferenceOperatorMakesADatabaseReady(t *testing.T) {
 	assert.Equal(t, "system:serviceaccount:postgres-operator-system:postgres-operator-controller-manager", op.Identity)
 
 	ns := env.Namespace(t)
-	db, err := deploy.DecodeYAML([]byte(`
+	db, err := kube.DecodeYAML([]byte(`
 apiVersion: database.example.com/v1
 kind: Database
 metadata: {name: my-database, namespace: ` + ns + `}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/userr"
 )
@@ -87,7 +88,7 @@ func buildSandboxed(ctx context.Context, p *Project, t *toolchain, box *sandbox.
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &BuildError{Dir: p.Dir, Output: buf.String(), Err: err}
+		return &gobuild.Error{Dir: p.Dir, Output: buf.String(), Err: err}
 	}
 
 	env := []string{
@@ -127,7 +128,7 @@ func buildSandboxed(ctx context.Context, p *Project, t *toolchain, box *sandbox.
 		if strings.Contains(buf.String(), "labctl sandbox:") {
 			return userr.Env("cannot set up the sandbox to build in: "+strings.TrimSpace(buf.String()), "run `labctl doctor`; or grade with --unsafe-no-sandbox (the submission then runs unconfined)")
 		}
-		return &BuildError{Dir: p.Dir, Output: buf.String(), Err: err}
+		return &gobuild.Error{Dir: p.Dir, Output: buf.String(), Err: err}
 	}
 	return nil
 }

@@ -25,8 +25,10 @@ import (
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/sandbox"
@@ -436,7 +438,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 	// A fresh cluster of its own: different CRDs and operators never meet.
 	g.progress.set(sub.Student, "cluster", "")
 	t := time.Now()
-	prov := &local.Provider{StateRoot: filepath.Join(dir, "clusters"), TiedToParent: true, Binaries: g.o.Binaries}
+	prov := &local.Provider{StateRoot: filepath.Join(dir, "clusters"), TiedToParent: true, Binaries: g.o.Binaries, Operators: deploy.AsProcess{TiedToParent: true}}
 	streams := log.streams()
 	c, err := prov.Up(ctx, cluster.UpOptions{Name: clusterName, Streams: streams, SkipKubeconfigMerge: true, BinDir: g.o.BinDir})
 	phase("cluster", t)
@@ -458,7 +460,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 	// Build, install CRDs and RBAC, run the manager under its identity.
 	g.progress.set(sub.Student, "deploying", "")
 	t = time.Now()
-	var op *deploy.Operator
+	var op *operator.Operator
 	if ref.Operator {
 		op, err = deploy.RunLocal(ctx, c, p, deploy.LocalOptions{
 			Streams:      streams,
@@ -471,12 +473,12 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		})
 	}
 	phase("deploy", t)
-	var buildErr *deploy.BuildError
+	var buildErr *gobuild.Error
 	switch {
 	case errors.As(err, &buildErr):
 		res.Outcome = report.OutcomeBuildFailed
 		res.BuildErrors = buildErrorLines(buildErr.Output, 12)
-		res.Message = "the project does not build: " + deploy.FirstErrors(buildErr.Output, 1)
+		res.Message = "the project does not build: " + gobuild.FirstErrors(buildErr.Output, 1)
 		res.Tasks = zeroScores(g.o.Lab, report.Fail)
 		return finish()
 	case err != nil && ctx.Err() != nil:
@@ -487,7 +489,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		// The manager did not become ready (it exits at start, or hangs).
 		// Its supervisor keeps restarting it: verify anyway, so what does
 		// not need a running manager (schema, source) still counts.
-		running, cerr := deploy.CurrentLocal(c)
+		running, cerr := c.CurrentOperator(ctx, "", "")
 		if cerr != nil {
 			// No manager was started: config/default did not render or
 			// install (the project's fault, like a build error).

@@ -217,7 +217,7 @@ func stopRun(ctx context.Context, run string) (killed int, problems []string) {
 		if _, err := os.Stat(filepath.Join(studentDir, "sandbox")); err == nil {
 			uid = sandbox.UIDFor(run + "\x00" + e.Name())
 		}
-		prov := &local.Provider{StateRoot: filepath.Join(studentDir, "clusters")}
+		prov := &local.Provider{StateRoot: filepath.Join(studentDir, "clusters"), Operators: deploy.AsProcess{}}
 		n, notes := stopSubmission(ctx, prov, nil, uid)
 		killed += n
 		problems = append(problems, notes...)
@@ -238,8 +238,8 @@ const noSandbox = -1
 // supervisors recorded in its state, for a grader that died before it
 // knew its cluster).
 func stopSubmission(ctx context.Context, prov *local.Provider, c *cluster.Cluster, uid int) (killed int, problems []string) {
-	if c != nil && c.Env.StateDir != "" {
-		if err := deploy.StopLocal(ctx, c); err != nil {
+	if c != nil {
+		if err := c.StopOperators(ctx); err != nil {
 			problems = append(problems, userr.Message(err))
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
@@ -74,7 +73,7 @@ func suffix() string {
 
 func objects(t *testing.T, yaml string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := deploy.DecodeYAML([]byte(yaml))
+	objs, err := kube.DecodeYAML([]byte(yaml))
 	require.NoError(t, err)
 	return objs
 }
@@ -131,7 +130,7 @@ func TestResetWithoutCRDs(t *testing.T) {
 
 func installCRDs(t *testing.T) {
 	t.Helper()
-	a, err := deploy.NewApplier(env.Config)
+	a, err := kube.NewApplier(env.Config)
 	require.NoError(t, err)
 	files, err := filepath.Glob("../../operator/config/crd/bases/*.yaml")
 	require.NoError(t, err)
@@ -139,7 +138,7 @@ func installCRDs(t *testing.T) {
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		require.NoError(t, err)
-		objs, err := deploy.DecodeYAML(raw)
+		objs, err := kube.DecodeYAML(raw)
 		require.NoError(t, err)
 		_, err = a.Apply(context.Background(), objs)
 		require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/supervise"
@@ -54,6 +55,7 @@ func NewProvider() (*local.Provider, func(), error) {
 	p := &local.Provider{
 		StateRoot:    root,
 		TiedToParent: true,
+		Operators:    deploy.AsProcess{TiedToParent: true},
 		Binaries: func(ctx context.Context, _ *iostreams.IOStreams) (*controlplane.Binaries, error) {
 			return Binaries(ctx)
 		},

@@ -25,7 +25,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/labctl/labctl/internal/checks"
-	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
@@ -80,9 +79,9 @@ func startOperator(t *testing.T, ctx context.Context) *lockedBuffer {
 
 	raw, err := os.ReadFile(filepath.Join(fixture, "operator", "config", "crd.yaml"))
 	require.NoError(t, err)
-	objs, err := deploy.DecodeYAML(raw)
+	objs, err := kube.DecodeYAML(raw)
 	require.NoError(t, err)
-	a, err := deploy.NewApplier(env.Config)
+	a, err := kube.NewApplier(env.Config)
 	require.NoError(t, err)
 	_, err = a.Apply(ctx, objs)
 	require.NoError(t, err)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/reference"
 )
 
@@ -43,7 +43,7 @@ func BenchmarkVerifyFirstLabs(b *testing.B) {
 	website := copyProject(b, reference.Website, "")
 	for _, run := range []struct {
 		lab string
-		op  *deploy.Operator
+		op  *operator.Operator
 		dir string
 	}{{"lab-1.4", nil, website}, {"lab-2.4", op, hello}, {"lab-3.1", op, hello}} {
 		b.Run(run.lab, func(b *testing.B) {

@@ -28,10 +28,10 @@ import (
 	verifycmd "github.com/labctl/labctl/internal/cli/verify"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/local"
-	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/supervise"
@@ -65,7 +65,7 @@ func loadLab(t testing.TB, labID string) *labs.Lab {
 	return lab
 }
 
-func verify(t testing.TB, labID string, op *deploy.Operator, projectDir string, tasks ...string) *report.Report {
+func verify(t testing.TB, labID string, op *operator.Operator, projectDir string, tasks ...string) *report.Report {
 	t.Helper()
 	lab := loadLab(t, labID)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -265,7 +265,7 @@ func TestHonesty(t *testing.T) {
 		// nor fails for want of one.
 		s, out, _ := iostreams.Test(false)
 		f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
-		o := &verifycmd.Options{FindOperator: func(context.Context, *cluster.Cluster, string) (*deploy.Operator, error) {
+		o := &verifycmd.Options{FindOperator: func(context.Context, *cluster.Cluster, string) (*operator.Operator, error) {
 			t.Error("verify looked for an operator for lab 1.4")
 			return nil, nil
 		}}
@@ -327,7 +327,7 @@ func projectOf(t testing.TB, labID string) string {
 
 // deployIfOperator deploys the project when it has an operator (lab 1.4's
 // CRD has none: nil).
-func deployIfOperator(t testing.TB, project, dir string) *deploy.Operator {
+func deployIfOperator(t testing.TB, project, dir string) *operator.Operator {
 	t.Helper()
 	ref, err := reference.Lookup(project)
 	require.NoError(t, err)

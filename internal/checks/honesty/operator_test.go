@@ -22,6 +22,7 @@ import (
 
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/reference"
 )
 
@@ -158,7 +159,7 @@ func stampPatched(t testing.TB, dir, patch string) {
 
 // deployOperator runs the project as the local cluster's operator,
 // replacing the one running before.
-func deployOperator(t testing.TB, dir string) *deploy.Operator {
+func deployOperator(t testing.TB, dir string) *operator.Operator {
 	t.Helper()
 	p, err := deploy.LoadProject(dir)
 	require.NoError(t, err)

@@ -3,10 +3,7 @@
 package cmdutil
 
 import (
-	"context"
 	"fmt"
-
-	"github.com/labctl/labctl/internal/cluster"
 
 	"github.com/labctl/labctl/internal/iostreams"
 )
@@ -19,9 +16,6 @@ type Factory struct {
 	Version string
 	// Providers resolves --provider and finds clusters.
 	Providers *Providers
-	// DeployOperator deploys the project in dir ("" = the reference
-	// operator) into c; nil means deploying is not wired (tests).
-	DeployOperator func(ctx context.Context, c *cluster.Cluster, dir string) error
 }
 
 // SilentError ends a command with an exit code after it has already printed

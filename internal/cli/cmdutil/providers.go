@@ -20,6 +20,20 @@ type Providers struct {
 	// Detect chooses a provider for --provider auto and says why (e.g.
 	// "docker is running" or "no container engine: using local").
 	Detect func(ctx context.Context) (name, reason string)
+	// Fallback names the provider that needs nothing but Go (the local
+	// control plane): auto's choice when nothing is detected, and what
+	// `up` falls back to when the detected provider fails.
+	Fallback string
+}
+
+// FallbackFor returns the provider to try when prov, chosen by auto,
+// failed; nil when there is none other than prov.
+func (p *Providers) FallbackFor(prov cluster.Provider) cluster.Provider {
+	fb, ok := p.ByName[p.Fallback]
+	if !ok || fb == prov {
+		return nil
+	}
+	return fb
 }
 
 // Names lists the accepted --provider values.
@@ -37,7 +51,7 @@ func (p *Providers) Resolve(ctx context.Context, name string) (cluster.Provider,
 	reason := ""
 	if name == "" || name == ProviderAuto {
 		if p.Detect == nil {
-			name, reason = "local", "using the local control plane"
+			name, reason = p.Fallback, "using the "+p.Fallback+" provider"
 		} else {
 			name, reason = p.Detect(ctx)
 		}

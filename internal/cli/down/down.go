@@ -10,7 +10,6 @@ import (
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
-	"github.com/labctl/labctl/internal/cluster/existing"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -52,7 +51,7 @@ func Run(ctx context.Context, o *Options) error {
 		// A cluster of the existing provider is the user's, never labctl's
 		// to delete; looking there would only read (and trip over) the
 		// user's kubeconfig.
-		if len(provs) > 1 && p.Name() == existing.ProviderName {
+		if len(provs) > 1 && cluster.UserOwned(p) {
 			continue
 		}
 		if _, err := p.Status(ctx, o.Name); errors.Is(err, cluster.ErrNotFound) {

@@ -118,10 +118,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	res.Print(s)
 	if o.Operator {
-		if o.f.DeployOperator == nil {
-			return userr.New("redeploying the operator is not available in this build", "run `labctl up`")
-		}
-		if err := o.f.DeployOperator(ctx, c, o.Project); err != nil {
+		if _, err := c.RunOperator(ctx, o.Project, cluster.RunOptions{Streams: s}); err != nil {
 			return err
 		}
 		fmt.Fprintln(s.Out, s.Styles().Success.Render("✓")+" operator redeployed")
@@ -145,8 +142,8 @@ func recreate(ctx context.Context, o *Options, c *cluster.Cluster) error {
 	if err != nil {
 		return err
 	}
-	if o.f.DeployOperator != nil {
-		if err := o.f.DeployOperator(ctx, nc, o.Project); err != nil {
+	if nc.Operators != nil {
+		if _, err := nc.RunOperator(ctx, o.Project, cluster.RunOptions{Streams: s}); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/testcluster"
 	"github.com/labctl/labctl/internal/userr"
 )
@@ -82,35 +83,60 @@ func TestFlags(t *testing.T) {
 func TestResetOperator(t *testing.T) {
 	needCluster(t)
 	o, _, out := options(t, "-n", "default", "--operator", "--project", "/src/op")
-	var gotDir string
-	var gotCluster *cluster.Cluster
-	o.f.DeployOperator = func(_ context.Context, c *cluster.Cluster, dir string) error {
-		gotCluster, gotDir = c, dir
-		return nil
-	}
+	runner := &recordingRunner{}
+	o.f.Providers.ByName[local.ProviderName] = &withRunner{Provider: env.Provider, runner: runner}
 	require.NoError(t, Run(context.Background(), o), out())
-	assert.Equal(t, "/src/op", gotDir)
-	require.NotNil(t, gotCluster)
-	assert.Equal(t, env.Name, gotCluster.Name)
+	assert.Equal(t, "/src/op", runner.dir)
+	require.NotNil(t, runner.cluster)
+	assert.Equal(t, env.Name, runner.cluster.Name)
 	assert.Contains(t, out(), "operator redeployed")
 
-	o.f.DeployOperator = func(context.Context, *cluster.Cluster, string) error {
-		return userr.New("build failed", "fix it")
-	}
+	runner.err = userr.New("build failed", "fix it")
 	err := Run(context.Background(), o)
 	assert.EqualError(t, err, "build failed: fix it")
 }
 
+// recordingRunner records where it was asked to run an operator.
+type recordingRunner struct {
+	cluster *cluster.Cluster
+	dir     string
+	err     error
+}
+
+func (r *recordingRunner) Run(_ context.Context, c *cluster.Cluster, dir string, _ cluster.RunOptions) (*operator.Operator, error) {
+	r.cluster, r.dir = c, dir
+	return &operator.Operator{}, r.err
+}
+func (r *recordingRunner) Current(context.Context, *cluster.Cluster, string, string) (*operator.Operator, error) {
+	return nil, errors.New("not running")
+}
+func (r *recordingRunner) Stop(context.Context, *cluster.Cluster) error { return nil }
+
+// withRunner hands the clusters of a provider another operator runner.
+type withRunner struct {
+	cluster.Provider
+	runner cluster.OperatorRunner
+}
+
+func (p *withRunner) Get(ctx context.Context, name string) (*cluster.Cluster, error) {
+	c, err := p.Provider.Get(ctx, name)
+	if c != nil {
+		c.Operators = p.runner
+	}
+	return c, err
+}
+
 // recordingProvider answers Get with a cluster and records Down and Up.
 type recordingProvider struct {
-	calls []string
-	down  error
+	calls  []string
+	down   error
+	runner cluster.OperatorRunner
 }
 
 func (p *recordingProvider) Name() string { return "kind" }
 func (p *recordingProvider) Up(_ context.Context, o cluster.UpOptions) (*cluster.Cluster, error) {
 	p.calls = append(p.calls, "up "+o.Name)
-	return &cluster.Cluster{Name: o.Name, Provider: "kind", Context: "kind-" + o.Name}, nil
+	return &cluster.Cluster{Name: o.Name, Provider: "kind", Context: "kind-" + o.Name, Operators: p.runner}, nil
 }
 func (p *recordingProvider) Get(_ context.Context, name string) (*cluster.Cluster, error) {
 	if name != "course" {
@@ -128,14 +154,13 @@ func (p *recordingProvider) Status(context.Context, string) (*cluster.Status, er
 
 func TestResetCluster(t *testing.T) {
 	s, out, _ := iostreams.Test(false)
-	prov := &recordingProvider{}
+	runner := &recordingRunner{}
+	prov := &recordingProvider{runner: runner}
 	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"kind": prov}}}
-	var deployed *cluster.Cluster
-	f.DeployOperator = func(_ context.Context, c *cluster.Cluster, _ string) error { deployed = c; return nil }
 	require.NoError(t, Run(context.Background(), &Options{f: f, Provider: "kind", Name: "course", Cluster: true}))
 	assert.Equal(t, []string{"down course", "up course"}, prov.calls)
-	require.NotNil(t, deployed)
-	assert.Equal(t, "kind-course", deployed.Context)
+	require.NotNil(t, runner.cluster, "the operator is deployed onto the new cluster")
+	assert.Equal(t, "kind-course", runner.cluster.Context)
 	assert.Contains(t, out.String(), "kind cluster course recreated")
 
 	prov.calls, prov.down = nil, userr.Usage("labctl does not delete clusters it did not create", "…")

@@ -34,16 +34,12 @@ func TestUpStatusDownEndToEnd(t *testing.T) {
 	}
 	bins, err := testcluster.Binaries(context.Background())
 	require.NoError(t, err)
-	prov := &local.Provider{StateRoot: t.TempDir(), TiedToParent: true}
+	prov := &local.Provider{StateRoot: t.TempDir(), TiedToParent: true, Operators: deploy.AsProcess{TiedToParent: true}}
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 
 	exec := func(args ...string) (string, string, error) {
 		s, out, errOut := iostreams.Test(false)
 		f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"local": prov}}}
-		f.DeployOperator = func(ctx context.Context, c *cluster.Cluster, dir string) error {
-			_, err := deploy.Deploy(ctx, c, dir, deploy.Options{Streams: s, TiedToParent: true})
-			return err
-		}
 		cmd := NewCommand(f)
 		cmd.SetArgs(args)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -114,8 +114,9 @@ func TestAutoFallsBackToLocalWhenKindCannotStart(t *testing.T) {
 	kind := &failingProvider{fakeProvider{name: "kind"}}
 	loc := &fakeProvider{name: "local"}
 	f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{
-		ByName: map[string]cluster.Provider{"kind": kind, "local": loc},
-		Detect: func(context.Context) (string, string) { return "kind", "podman is running" },
+		ByName:   map[string]cluster.Provider{"kind": kind, "local": loc},
+		Detect:   func(context.Context) (string, string) { return "kind", "podman is running" },
+		Fallback: "local",
 	}}
 	cmd := NewCommand(f)
 	cmd.SetArgs([]string{"up", "--no-operator"})

@@ -107,13 +107,12 @@ func Run(ctx context.Context, o *Options) error {
 	opts := cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig, BinDir: o.BinDir}
 	c, err := prov.Up(ctx, opts)
 	auto := o.Provider == "" || o.Provider == cmdutil.ProviderAuto
-	if err != nil && auto && prov.Name() != "local" && ctx.Err() == nil {
+	if err != nil && auto && ctx.Err() == nil {
 		// "auto" promises whatever works: an engine that answers `info`
 		// may still be unable to run kind (no image pulls, rootless
-		// limits). The local provider needs only Go.
-		fallback, _, ferr := o.f.Providers.Resolve(ctx, "local")
-		if ferr == nil {
-			fmt.Fprintf(s.ErrOut, "%s did not work: %s\nUsing the local provider instead.\n", prov.Name(), userr.Message(err))
+		// limits). The fallback (local) provider needs only Go.
+		if fallback := o.f.Providers.FallbackFor(prov); fallback != nil {
+			fmt.Fprintf(s.ErrOut, "%s did not work: %s\nUsing the %s provider instead.\n", prov.Name(), userr.Message(err), fallback.Name())
 			prov = fallback
 			c, err = prov.Up(ctx, opts)
 		}
@@ -124,8 +123,8 @@ func Run(ctx context.Context, o *Options) error {
 	if c.Reused {
 		fmt.Fprintf(s.ErrOut, "%s cluster %q is already running.\n", prov.Name(), c.Name)
 	}
-	if !o.NoOperator && deployOperator && o.f.DeployOperator != nil {
-		if err := o.f.DeployOperator(ctx, c, project); err != nil {
+	if !o.NoOperator && deployOperator {
+		if _, err := c.RunOperator(ctx, project, cluster.RunOptions{Streams: s}); err != nil {
 			return err
 		}
 	}

@@ -21,10 +21,9 @@ import (
 	"github.com/labctl/labctl/internal/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
-	"github.com/labctl/labctl/internal/cluster/local"
-	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/userr"
@@ -57,7 +56,7 @@ type Options struct {
 // OperatorFinder finds the operator under test in a cluster. projectDir is
 // --project ("" when not given), which names the operator's Deployment on
 // clusters where it runs in-cluster.
-type OperatorFinder func(ctx context.Context, c *cluster.Cluster, projectDir string) (*deploy.Operator, error)
+type OperatorFinder func(ctx context.Context, c *cluster.Cluster, projectDir string) (*operator.Operator, error)
 
 // NewCommand returns the verify command; runF replaces the work in tests of
 // flag parsing.
@@ -185,15 +184,15 @@ func Run(ctx context.Context, o *Options) error {
 	if find == nil {
 		find = FindOperatorFor(ref.Name)
 	}
-	var op *deploy.Operator
+	var op *operator.Operator
 	if ref.Operator {
 		if op, err = find(ctx, c, project); err != nil {
 			return err
 		}
-		if op != nil && op.Project != nil {
-			if other, ok := reference.ByProjectName(op.Project.Name); ok && other.Name != ref.Name {
+		if op != nil && op.ProjectName != "" {
+			if other, ok := reference.ByProjectName(op.ProjectName); ok && other.Name != ref.Name {
 				fmt.Fprintf(s.ErrOut, "warning: the operator running is %s, but %s builds on %s: run `labctl up --lab %s` (or --project with your project) first\n",
-					op.Project.Name, lab.ID, ref.ProjectName, lab.ID)
+					op.ProjectName, lab.ID, ref.ProjectName, lab.ID)
 			}
 		}
 	} else if project == "" {
@@ -203,9 +202,9 @@ func Run(ctx context.Context, o *Options) error {
 			project = wd
 		}
 	}
-	if project == "" && op != nil && op.Project != nil {
-		if st, err := os.Stat(op.Project.Dir); err == nil && st.IsDir() {
-			project = op.Project.Dir
+	if project == "" && op != nil && op.ProjectDir != "" {
+		if st, err := os.Stat(op.ProjectDir); err == nil && st.IsDir() {
+			project = op.ProjectDir
 		}
 	}
 	if project == "" {
@@ -310,36 +309,24 @@ func write(s *iostreams.IOStreams, lab *labs.Lab, rep *report.Report, format str
 
 // FindOperator finds the operator under test of the Database labs; see
 // FindOperatorFor.
-func FindOperator(ctx context.Context, c *cluster.Cluster, projectDir string) (*deploy.Operator, error) {
+func FindOperator(ctx context.Context, c *cluster.Cluster, projectDir string) (*operator.Operator, error) {
 	return FindOperatorFor("")(ctx, c, projectDir)
 }
 
 // FindOperatorFor finds the operator under test of a lab built on the
-// reference project ref: the manager labctl runs as a local process on the
-// local provider, else the manager Deployment of the project (--project,
-// the current directory, or the reference project, which shares its names
-// with the course's project).
+// reference project ref, the way the cluster runs operators: where it
+// cannot tell which project runs (a Deployment), it looks for the one of
+// --project, the current directory, or the reference project, which
+// shares its names with the course's project.
 func FindOperatorFor(ref string) OperatorFinder {
-	return func(ctx context.Context, c *cluster.Cluster, projectDir string) (*deploy.Operator, error) {
-		return findOperator(ctx, c, projectDir, ref)
-	}
-}
-
-func findOperator(ctx context.Context, c *cluster.Cluster, projectDir, ref string) (*deploy.Operator, error) {
-	if c.Provider == local.ProviderName {
-		return deploy.CurrentLocal(c)
-	}
-	dir := projectDir
-	if dir == "" {
-		if wd, err := os.Getwd(); err == nil && isProject(wd) {
-			dir = wd
+	return func(ctx context.Context, c *cluster.Cluster, projectDir string) (*operator.Operator, error) {
+		if projectDir == "" {
+			if wd, err := os.Getwd(); err == nil && isProject(wd) {
+				projectDir = wd
+			}
 		}
+		return c.CurrentOperator(ctx, projectDir, ref)
 	}
-	p, err := deploy.ResolveProjectFor(dir, ref)
-	if err != nil {
-		return nil, err
-	}
-	return deploy.CurrentInCluster(ctx, c.Config, p)
 }
 
 // isProject reports whether dir looks like a kubebuilder project.

@@ -33,9 +33,16 @@ type Provider struct {
 	Context string
 	// Timeout bounds the reachability check (default 10s).
 	Timeout time.Duration
+	// Operators is how operators run on this provider's clusters
+	// (labctl wires it up; nil = labctl cannot run one there).
+	Operators cluster.OperatorRunner
 }
 
 var _ cluster.Provider = (*Provider)(nil)
+
+// UserOwned tells commands that the clusters are the user's (see
+// cluster.UserOwned).
+func (p *Provider) UserOwned() bool { return true }
 
 // Name implements cluster.Provider.
 func (p *Provider) Name() string { return ProviderName }
@@ -138,6 +145,7 @@ func (p *Provider) clusterFor(r *resolved) *cluster.Cluster {
 		Context:    r.context,
 		Kubeconfig: r.path,
 		Config:     r.cfg,
+		Operators:  p.Operators,
 		// Real nodes run the pods; the audit log, if any, is out of reach.
 		Env: cluster.Env{RealPods: true},
 	}

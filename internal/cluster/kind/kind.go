@@ -78,6 +78,9 @@ type Provider struct {
 	// (the audit policy): snap's Docker cannot read hidden directories of
 	// $HOME such as ~/.local/state. Default ~/labctl/kind.
 	VisibleRoot string
+	// Operators is how operators run on this provider's clusters
+	// (labctl wires it up; nil = labctl cannot run one there).
+	Operators cluster.OperatorRunner
 	// Confirm asks the user a yes/no question (default: the streams'
 	// Confirm when they can prompt, else never ask and say what to do).
 	// Up asks before recreating a Podman cluster after a reboot.
@@ -622,6 +625,7 @@ func (p *Provider) clusterFor(ctx context.Context, e *engine.Engine, api API, na
 		Context:    ContextName(name),
 		Kubeconfig: kc,
 		Config:     cfg,
+		Operators:  p.Operators,
 		Env: cluster.Env{
 			RealPods: true,
 			StateDir: p.Dir(name),

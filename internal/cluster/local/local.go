@@ -61,6 +61,9 @@ type Provider struct {
 	ExtraArgs map[string][]string
 	// StartTimeout bounds the whole start-up (default 2 minutes).
 	StartTimeout time.Duration
+	// Operators is how operators run on this provider's clusters
+	// (labctl wires it up; nil = labctl cannot run one there).
+	Operators cluster.OperatorRunner
 }
 
 var _ cluster.Provider = (*Provider)(nil)
@@ -707,6 +710,7 @@ func (p *Provider) clusterFor(dir string, st *state) (*cluster.Cluster, error) {
 		Context:    ContextName(st.Name),
 		Kubeconfig: l.file("kubeconfig"),
 		Config:     cfg,
+		Operators:  p.Operators,
 		Env: cluster.Env{
 			RealPods: false,
 			StateDir: dir,

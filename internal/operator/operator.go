@@ -1,14 +1,20 @@
-package deploy
+// Package operator describes a deployed operator as checks and commands see
+// it, whichever way it runs (a local process or a Deployment). It is a leaf:
+// checks read an operator through it without importing how one is deployed.
+package operator
 
 import (
 	"context"
 	"fmt"
 )
 
-// Operator is a deployed operator, as checks and commands see it,
-// whichever way it runs (a local process or a Deployment).
+// Operator is a deployed operator.
 type Operator struct {
-	Project *Project
+	// ProjectName and ProjectDir name the kubebuilder project it was built
+	// from (the PROJECT file's projectName, its directory); ProjectDir is
+	// empty when not known (in-cluster, deployed by someone else).
+	ProjectName string
+	ProjectDir  string
 	// Namespace and ServiceAccount of the manager (from config/default).
 	Namespace      string
 	ServiceAccount string
@@ -31,7 +37,7 @@ func (o *Operator) SourceChanged(dir string) (changed, known bool, err error) {
 	if o.SourceHash == "" || dir == "" {
 		return false, false, nil
 	}
-	now, err := sourceFingerprint(dir)
+	now, err := SourceFingerprint(dir)
 	if err != nil {
 		return false, false, err
 	}

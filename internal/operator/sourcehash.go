@@ -1,4 +1,4 @@
-package deploy
+package operator
 
 import (
 	"crypto/sha256"
@@ -11,13 +11,13 @@ import (
 	"strings"
 )
 
-// sourceHash fingerprints what `go build` of a project reads: every file
+// Fingerprint fingerprints what `go build` of a project reads: every file
 // under the project (vendor and embedded assets included), skipping bin/,
 // testdata/, hidden directories and tests, by path, mode and content.
 // Contents, not sizes and times: a manager cached under this key is the
 // build of exactly these sources, whoever set the files' times. toolchain
 // (the go command's version and target) is part of the key.
-func sourceHash(dir, toolchain string) (string, error) {
+func Fingerprint(dir, toolchain string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "toolchain %s\n", toolchain)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -51,25 +51,6 @@ func sourceHash(dir, toolchain string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), err
 }
 
-// fileHash is the SHA-256 of a file's content.
-func fileHash(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// sourceFingerprint fingerprints the sources alone (no toolchain): what a
+// SourceFingerprint fingerprints the sources alone (no toolchain): what a
 // running manager was built from, to tell later whether they changed.
-func sourceFingerprint(dir string) (string, error) { return sourceHash(dir, "") }
+func SourceFingerprint(dir string) (string, error) { return Fingerprint(dir, "") }

@@ -1,4 +1,4 @@
-package deploy
+package kube
 
 import (
 	"context"
@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-
-	"github.com/labctl/labctl/internal/kube"
 )
 
 // FieldManager owns the fields labctl applies.
@@ -110,8 +108,8 @@ func (a *Applier) ApplyOne(ctx context.Context, obj *unstructured.Unstructured) 
 // WaitEstablished waits until each named CRD is Established.
 func (a *Applier) WaitEstablished(ctx context.Context, names []string) error {
 	for _, n := range names {
-		if _, err := kube.WaitFor(ctx, a.cfg, apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"), "", n, time.Minute,
-			kube.StatusCondition("Established", "True")); err != nil {
+		if _, err := WaitFor(ctx, a.cfg, apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"), "", n, time.Minute,
+			StatusCondition("Established", "True")); err != nil {
 			return fmt.Errorf("CRD %s did not become established: %w", n, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package deploy
+package operator
 
 import (
 	"os"
@@ -16,7 +16,7 @@ func TestOperatorSourceChanged(t *testing.T) {
 	main := filepath.Join(dir, "main.go")
 	require.NoError(t, os.WriteFile(main, []byte("package main\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644))
-	sum, err := sourceFingerprint(dir)
+	sum, err := SourceFingerprint(dir)
 	require.NoError(t, err)
 
 	op := &Operator{SourceHash: sum}

@@ -1,0 +1,46 @@
+// Package gobuild reads what `go build` says when a project does not
+// compile, for people: the first compiler errors, not the whole output.
+package gobuild
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// Error is a project that does not compile; Output holds the compiler's
+// messages.
+type Error struct {
+	Dir    string
+	Output string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("the project in %s does not build: %s", e.Dir, FirstErrors(e.Output, 1))
+}
+
+// Unwrap lets userr find a code.
+func (e *Error) Unwrap() error {
+	return userr.Wrap(e.Err, userr.ExitFailure, e.Error(), "run `go build ./...` in the project and fix the errors")
+}
+
+// FirstErrors returns the first n compiler error lines of go build output.
+func FirstErrors(out string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		lines = append(lines, l)
+		if len(lines) == n {
+			break
+		}
+	}
+	if len(lines) == 0 {
+		return "go build failed"
+	}
+	return strings.Join(lines, " | ")
+}
