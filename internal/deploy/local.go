@@ -74,7 +74,8 @@ func operatorsDir(c *cluster.Cluster) string { return filepath.Join(c.Env.StateD
 // configurations, which no local Service could serve); the manager is built
 // with `go build` and run as a supervised process whose kubeconfig holds
 // only a token of the manager's ServiceAccount (renewed by the supervisor). A manager already running for
-// the same project name is replaced.
+// the same project name is replaced once the new one is ready; if the new
+// one does not become ready, the old one keeps running.
 func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOptions) (*operator.Operator, error) {
 	if c.Env.StateDir == "" {
 		return nil, userr.New("running an operator as a local process needs a local cluster", "use `labctl up --provider local`, or deploy in-cluster on kind")
@@ -126,7 +127,13 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		fmt.Fprintf(s.ErrOut, "Skipped %s %s: %s.\n", sk.Object.GetKind(), sk.Object.GetName(), sk.Reason)
 	}
 
-	dir := filepath.Join(operatorsDir(c), p.Name)
+	// The new manager starts beside the one running (if any) and replaces
+	// it only once it is ready: a redeploy that fails leaves the working
+	// operator serving.
+	live, dir := slotsFor(operatorsDir(c), p.Name)
+	if err := stopOperator(ctx, dir); err != nil { // a half-started one of a killed deploy
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -143,10 +150,6 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		step.Done()
 	}
 
-	// Replace a manager already running for this project.
-	if err := stopOperator(ctx, dir); err != nil {
-		return nil, err
-	}
 	identity := operator.ServiceAccountUser(rec.Namespace, rec.ServiceAccount)
 	// The manager's only credential: a token of its ServiceAccount.
 	if _, err := kube.WaitFor(ctx, c.Config, corev1.SchemeGroupVersion.WithResource("serviceaccounts"), rec.Namespace, rec.ServiceAccount, time.Minute, kube.Exists); err != nil {
@@ -221,6 +224,10 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		// A manager that crash-loops or hangs is not left running.
 		if !opts.KeepUnready {
 			_ = stopOperator(context.WithoutCancel(ctx), dir)
+		} else if live != "" {
+			// The caller keeps the new one: two managers never stay.
+			_ = stopOperator(context.WithoutCancel(ctx), live)
+			live = ""
 		}
 		var tail []string
 		for _, l := range proc.Tail(logFile, 60) {
@@ -233,11 +240,40 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 				fmt.Fprintln(s.ErrOut, s.Styles().Muted.Render("  "+l))
 			}
 		}
-		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log says: %s", err, truncate(managerErrorLine(tail), 200)),
+		still := ""
+		if live != "" {
+			still = " (the operator deployed before keeps running)"
+		}
+		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log says: %s%s", err, truncate(managerErrorLine(tail), 200), still),
 			"see "+logFile+"; fix the operator and run `labctl up` again")
 	}
 	step.Done()
+	if live != "" {
+		// The swap: the new manager serves, the one it replaces goes.
+		if err := stopOperator(context.WithoutCancel(ctx), live); err != nil {
+			return nil, err
+		}
+		_ = os.RemoveAll(live)
+	}
 	return operatorFor(p, rec, dir), nil
+}
+
+// nextSlot names the second directory of a project's manager: a redeploy
+// starts in whichever of the two holds no running manager.
+const nextSlot = ".next"
+
+// slotsFor returns the directory of the project's running manager ("" when
+// none runs) and the one to start its replacement in.
+func slotsFor(operators, name string) (live, next string) {
+	first, second := filepath.Join(operators, name), filepath.Join(operators, name+nextSlot)
+	switch {
+	case supervised(first):
+		return first, second
+	case supervised(second):
+		return second, first
+	}
+	_ = os.RemoveAll(second) // what a stopped manager left
+	return "", first
 }
 
 func operatorFor(p *Project, rec localRecord, dir string) *operator.Operator {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/proc"
 )
 
 // clusterFaults meet a real local cluster: the shared one, or their own
@@ -33,6 +34,7 @@ var clusterFaults = []struct {
 	{"Ctrl-C during verify: 130, not judged, namespace removed", interruptVerify},
 	{"a manager that crashes at start: its panic quoted, nothing left running", crashingManager},
 	{"a project that does not compile: the compiler's first error", brokenBuild},
+	{"a redeploy whose manager crashes: the working one keeps running", crashingRedeploy},
 	{"API server killed mid-verify: exit 1, not judged; next verify removes the namespace", apiserverKilled},
 	{"two ups at once: both succeed, one manager", concurrentUps},
 	{"down with a corrupt KUBECONFIG still removes the cluster", downCorruptKubeconfig},
@@ -232,6 +234,55 @@ func crashingManager(t *testing.T) {
 			t.Errorf("the reference operator (pid %d) was stopped by another project's failed start", pid)
 		}
 	}
+	assert.Empty(t, e.leftovers(s.name))
+}
+
+// workingMain is a manager that serves /readyz and does nothing else.
+const workingMain = `package main
+
+import (
+	"flag"
+	"net/http"
+)
+
+func main() {
+	probe := flag.String("health-probe-bind-address", "", "")
+	flag.String("kubeconfig", "", "")
+	flag.String("metrics-bind-address", "", "")
+	flag.Bool("leader-elect", false, "")
+	flag.Parse()
+	http.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	panic(http.ListenAndServe(*probe, nil))
+}
+`
+
+// crashingRedeploy redeploys a working project with a change that crashes
+// at start: the new manager starts beside the old one, and the old one is
+// replaced only once the new one is ready, so it keeps serving.
+func crashingRedeploy(t *testing.T) {
+	s := sharedEnv(t)
+	e := s.caseEnv(t)
+	project := filepath.Join(e.root, "swapper")
+	crasherProject(t, project)
+	writeFile(t, filepath.Join(project, "PROJECT"), "projectName: swapper\n", 0o644)
+	writeFile(t, filepath.Join(project, "cmd", "main.go"), workingMain, 0o644)
+	operators := filepath.Join(e.clustersDir(), s.name, "operators")
+	t.Cleanup(func() {
+		for _, r := range proc.LoadRecords(filepath.Join(operators, "swapper*", proc.SupervisorRecord)) {
+			_ = proc.StopRecord(context.Background(), r, 10*time.Second)
+		}
+	})
+
+	r := e.run(t, "up", "--provider", "local", "--name", s.name, "--project", project)
+	require.Equal(t, 0, r.code, "%s", r)
+	working := procsUnder(filepath.Join(operators, "swapper"))
+	require.NotEmpty(t, working, "the working manager runs")
+
+	writeFile(t, filepath.Join(project, "cmd", "main.go"), crasherMain, 0o644)
+	r = e.run(t, "up", "--provider", "local", "--name", s.name, "--project", project)
+	assert.Equal(t, 1, r.code, "%s", r)
+	checkStderr(t, r, `^error: the manager did not become ready: it exited during start-up; its log says: panic: assignment to entry in nil map \(the operator deployed before keeps running\): see .*manager.log`, false)
+	assert.Equal(t, working, procsUnder(filepath.Join(operators, "swapper")), "the working manager keeps running, the crashing one is stopped")
 	assert.Empty(t, e.leftovers(s.name))
 }
 

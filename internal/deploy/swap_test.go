@@ -1,0 +1,152 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/userr"
+)
+
+// tinyManager answers /readyz on --health-probe-bind-address, as a
+// kubebuilder manager does once it runs; hangingManager never does (it
+// blocks before serving, as a manager stuck on a lock or a bad cache
+// set-up does).
+const tinyManager = `package main
+
+import (
+	"flag"
+	"net/http"
+)
+
+func main() {
+	probe := flag.String("health-probe-bind-address", "", "")
+	flag.String("kubeconfig", "", "")
+	flag.String("metrics-bind-address", "", "")
+	flag.Bool("leader-elect", false, "")
+	flag.Parse()
+	http.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	panic(http.ListenAndServe(*probe, nil))
+}
+`
+
+const hangingManager = `package main
+
+import (
+	"os"
+	"time"
+)
+
+func main() {
+	os.Stderr.WriteString("INFO	setup	waiting for something that never comes\n")
+	time.Sleep(time.Hour)
+}
+`
+
+const tinyManifests = `apiVersion: v1
+kind: Namespace
+metadata: {name: tiny-system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: tiny-controller-manager, namespace: tiny-system}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tiny-controller-manager, namespace: tiny-system}
+spec:
+  selector: {matchLabels: {app: tiny}}
+  template:
+    metadata: {labels: {app: tiny}}
+    spec:
+      serviceAccountName: tiny-controller-manager
+      containers: [{name: manager, image: controller:latest}]
+`
+
+func swapProject(t *testing.T, main string) *deploy.Project {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	for name, content := range map[string]string{
+		"go.mod":                            "module example.com/tiny\n\ngo 1.22\n",
+		"PROJECT":                           "projectName: tiny\n",
+		"cmd/main.go":                       main,
+		"config/default/kustomization.yaml": "resources:\n- manager.yaml\n",
+		"config/default/manager.yaml":       tinyManifests,
+	} {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	p, err := deploy.LoadProject(dir)
+	require.NoError(t, err)
+	return p
+}
+
+// supervisors returns the running supervisors of the tiny project's
+// managers, by directory.
+func supervisors(t *testing.T) map[string]proc.Record {
+	t.Helper()
+	out := map[string]proc.Record{}
+	dirs, _ := filepath.Glob(filepath.Join(env.Env.StateDir, "operators", "tiny*"))
+	for _, dir := range dirs {
+		for _, r := range proc.LoadRecords(filepath.Join(dir, proc.SupervisorRecord)) {
+			if r.Alive() {
+				out[dir] = r
+			}
+		}
+	}
+	return out
+}
+
+// A redeploy whose manager hangs (never ready) is stopped at the ready
+// timeout, and the operator deployed before keeps running: the new
+// manager starts beside the old one and replaces it only once ready. A
+// redeploy that works then replaces the old one: one manager, never two.
+func TestRedeployStartsTheNewManagerThenSwaps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		for _, r := range supervisors(t) {
+			_ = proc.StopRecord(context.Background(), r, 10*time.Second)
+		}
+	})
+	s, _, _ := iostreams.Test(false)
+	opts := deploy.LocalOptions{Streams: s, TiedToParent: true, ReadyTimeout: 20 * time.Second}
+
+	_, err := deploy.RunLocal(ctx, env.Cluster, swapProject(t, tinyManager), opts)
+	require.NoError(t, err)
+	first := supervisors(t)
+	require.Len(t, first, 1)
+
+	start := time.Now()
+	_, err = deploy.RunLocal(ctx, env.Cluster, swapProject(t, hangingManager), opts)
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), time.Minute, "the hung manager is given up on at the ready timeout")
+	assert.Equal(t, userr.ExitFailure, userr.Code(err))
+	msg := userr.Message(err)
+	assert.Regexp(t, `^the manager did not become ready: no ready answer on http://127\.0\.0\.1:\d+/readyz within 20s; its log says: INFO setup waiting for something that never comes \(the operator deployed before keeps running\): see .*/tiny\.next/manager\.log`, msg)
+	assert.Equal(t, first, supervisors(t), "the hung manager is stopped; the working one was never touched")
+	current, err := deploy.CurrentLocal(env.Cluster)
+	require.NoError(t, err)
+	assert.Equal(t, "tiny", current.ProjectName)
+
+	_, err = deploy.RunLocal(ctx, env.Cluster, swapProject(t, tinyManager), opts)
+	require.NoError(t, err)
+	now := supervisors(t)
+	require.Len(t, now, 1, "the old manager went once the new one was ready")
+	for dir := range first {
+		assert.NotContains(t, now, dir, "the new manager runs in the other slot")
+		assert.NoDirExists(t, dir, "the replaced manager's directory is removed")
+	}
+	for _, r := range first {
+		assert.False(t, r.Alive(), "the replaced manager's supervisor is stopped")
+	}
+}
