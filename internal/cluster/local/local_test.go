@@ -181,6 +181,37 @@ func TestComponentDyingDuringUpIsReportedWithItsLog(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "nor its lock")
 }
 
+// A disk that fills up under etcd itself (past the up-front check): etcd
+// cannot preallocate its WAL, and Up says so in one line with the
+// environment's exit code, and leaves nothing behind.
+func TestDiskFullInsideEtcdIsOneLineExit4(t *testing.T) {
+	p, clean, err := testcluster.NewProvider()
+	require.NoError(t, err)
+	defer clean()
+	small := filepath.Join(t.TempDir(), "small")
+	require.NoError(t, os.MkdirAll(small, 0o755))
+	// Room for the keys, the configs and the logs, not for etcd's 64 MiB WAL.
+	if err := syscall.Mount("tmpfs", small, "tmpfs", 0, "size=24m"); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v); needs root", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(small, syscall.MNT_DETACH) })
+	p.StateRoot = small
+	p.MinFree = -1 // let etcd meet the full disk itself
+
+	s, _, _ := iostreams.Test(false)
+	_, err = p.Up(ctx(t), cluster.UpOptions{Name: "full", Streams: s, SkipKubeconfigMerge: true})
+	require.Error(t, err)
+	assert.Equal(t, userr.ExitEnvironment, userr.Code(err))
+	msg := userr.Message(err)
+	assert.Regexp(t, `^the disk of .*/full is full: etcd stopped with "no space left on device"; a local cluster needs about 300 MiB free: free some space`, msg)
+	assert.NotContains(t, msg, "\n")
+	procs, err := proc.Find(p.Dir("full"))
+	require.NoError(t, err)
+	assert.Empty(t, procs, "a failed up leaves no process running")
+	_, err = os.Stat(p.Dir("full"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "a failed new cluster leaves no state")
+}
+
 func TestPortCollisionIsRetriedThenReported(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
