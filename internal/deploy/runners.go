@@ -29,16 +29,9 @@ type AsProcess struct {
 
 // Run implements cluster.OperatorRunner.
 func (a AsProcess) Run(ctx context.Context, c *cluster.Cluster, dir string, o cluster.RunOptions) (*operator.Operator, error) {
-	p, err := ResolveProject(dir)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := lockDeploy(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	return RunLocal(ctx, c, p, LocalOptions{Streams: o.Streams, TiedToParent: a.TiedToParent})
+	return locked(ctx, c, dir, func(p *Project) (*operator.Operator, error) {
+		return RunLocal(ctx, c, p, LocalOptions{Streams: o.Streams, TiedToParent: a.TiedToParent})
+	})
 }
 
 // Current implements cluster.OperatorRunner: the cluster's state dir
@@ -59,16 +52,9 @@ type IntoKind struct {
 
 // Run implements cluster.OperatorRunner.
 func (k IntoKind) Run(ctx context.Context, c *cluster.Cluster, dir string, o cluster.RunOptions) (*operator.Operator, error) {
-	p, err := ResolveProject(dir)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := lockDeploy(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	return ToKind(ctx, c, p, KindOptions{Streams: o.Streams, Provider: k.Provider})
+	return locked(ctx, c, dir, func(p *Project) (*operator.Operator, error) {
+		return ToKind(ctx, c, p, KindOptions{Streams: o.Streams, Provider: k.Provider})
+	})
 }
 
 // Current implements cluster.OperatorRunner.
@@ -110,6 +96,21 @@ func currentDeployment(ctx context.Context, c *cluster.Cluster, dir, ref string)
 		return nil, err
 	}
 	return CurrentInCluster(ctx, c.Config, p)
+}
+
+// locked resolves the project in dir ("" = the reference operator) and
+// runs deploy holding the cluster's deploy lock.
+func locked(ctx context.Context, c *cluster.Cluster, dir string, deploy func(*Project) (*operator.Operator, error)) (*operator.Operator, error) {
+	p, err := ResolveProject(dir)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockDeploy(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return deploy(p)
 }
 
 // lockDeploy serialises deploys onto one cluster: a second `labctl up`

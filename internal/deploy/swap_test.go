@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,78 +12,14 @@ import (
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/testproject"
 	"github.com/labctl/labctl/internal/userr"
 )
-
-// tinyManager answers /readyz on --health-probe-bind-address, as a
-// kubebuilder manager does once it runs; hangingManager never does (it
-// blocks before serving, as a manager stuck on a lock or a bad cache
-// set-up does).
-const tinyManager = `package main
-
-import (
-	"flag"
-	"net/http"
-)
-
-func main() {
-	probe := flag.String("health-probe-bind-address", "", "")
-	flag.String("kubeconfig", "", "")
-	flag.String("metrics-bind-address", "", "")
-	flag.Bool("leader-elect", false, "")
-	flag.Parse()
-	http.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
-	panic(http.ListenAndServe(*probe, nil))
-}
-`
-
-const hangingManager = `package main
-
-import (
-	"os"
-	"time"
-)
-
-func main() {
-	os.Stderr.WriteString("INFO	setup	waiting for something that never comes\n")
-	time.Sleep(time.Hour)
-}
-`
-
-const tinyManifests = `apiVersion: v1
-kind: Namespace
-metadata: {name: tiny-system}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: tiny-controller-manager, namespace: tiny-system}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: tiny-controller-manager, namespace: tiny-system}
-spec:
-  selector: {matchLabels: {app: tiny}}
-  template:
-    metadata: {labels: {app: tiny}}
-    spec:
-      serviceAccountName: tiny-controller-manager
-      containers: [{name: manager, image: controller:latest}]
-`
 
 func swapProject(t *testing.T, main string) *deploy.Project {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	for name, content := range map[string]string{
-		"go.mod":                            "module example.com/tiny\n\ngo 1.22\n",
-		"PROJECT":                           "projectName: tiny\n",
-		"cmd/main.go":                       main,
-		"config/default/kustomization.yaml": "resources:\n- manager.yaml\n",
-		"config/default/manager.yaml":       tinyManifests,
-	} {
-		path := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-	}
+	require.NoError(t, testproject.Write(dir, "tiny", main))
 	p, err := deploy.LoadProject(dir)
 	require.NoError(t, err)
 	return p
@@ -121,13 +56,13 @@ func TestRedeployStartsTheNewManagerThenSwaps(t *testing.T) {
 	s, _, _ := iostreams.Test(false)
 	opts := deploy.LocalOptions{Streams: s, TiedToParent: true, ReadyTimeout: 20 * time.Second}
 
-	_, err := deploy.RunLocal(ctx, env.Cluster, swapProject(t, tinyManager), opts)
+	_, err := deploy.RunLocal(ctx, env.Cluster, swapProject(t, testproject.Ready), opts)
 	require.NoError(t, err)
 	first := supervisors(t)
 	require.Len(t, first, 1)
 
 	start := time.Now()
-	_, err = deploy.RunLocal(ctx, env.Cluster, swapProject(t, hangingManager), opts)
+	_, err = deploy.RunLocal(ctx, env.Cluster, swapProject(t, testproject.Hangs), opts)
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), time.Minute, "the hung manager is given up on at the ready timeout")
 	assert.Equal(t, userr.ExitFailure, userr.Code(err))
@@ -138,7 +73,7 @@ func TestRedeployStartsTheNewManagerThenSwaps(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "tiny", current.ProjectName)
 
-	_, err = deploy.RunLocal(ctx, env.Cluster, swapProject(t, tinyManager), opts)
+	_, err = deploy.RunLocal(ctx, env.Cluster, swapProject(t, testproject.Ready), opts)
 	require.NoError(t, err)
 	now := supervisors(t)
 	require.Len(t, now, 1, "the old manager went once the new one was ready")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/testproject"
 )
 
 // clusterFaults meet a real local cluster: the shared one, or their own
@@ -170,49 +171,10 @@ func waitForNewFile(t *testing.T, dir string, seen map[string]bool, done <-chan 
 	}
 }
 
-const crasherMain = `package main
-
-import (
-	"fmt"
-	"os"
-)
-
-func main() {
-	fmt.Fprintln(os.Stderr, "INFO	setup	starting manager")
-	fmt.Fprintln(os.Stderr, "INFO	setup	registering controllers")
-	var widgets map[string]int
-	widgets["first"]++ // panics: assignment to entry in nil map
-}
-`
-
-const crasherManifests = `apiVersion: v1
-kind: Namespace
-metadata: {name: crasher-system}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: crasher-controller-manager, namespace: crasher-system}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: crasher-controller-manager, namespace: crasher-system}
-spec:
-  selector: {matchLabels: {app: crasher}}
-  template:
-    metadata: {labels: {app: crasher}}
-    spec:
-      serviceAccountName: crasher-controller-manager
-      containers: [{name: manager, image: controller:latest}]
-`
-
 // crasherProject is a kubebuilder-shaped project whose manager panics at
 // start (a nil map), as a student's sometimes does.
 func crasherProject(t *testing.T, dir string) {
-	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/crasher\n\ngo 1.22\n", 0o644)
-	writeFile(t, filepath.Join(dir, "PROJECT"), "projectName: crasher\n", 0o644)
-	writeFile(t, filepath.Join(dir, "cmd", "main.go"), crasherMain, 0o644)
-	writeFile(t, filepath.Join(dir, "config", "default", "kustomization.yaml"), "resources:\n- manager.yaml\n", 0o644)
-	writeFile(t, filepath.Join(dir, "config", "default", "manager.yaml"), crasherManifests, 0o644)
+	require.NoError(t, testproject.Write(dir, "crasher", testproject.Crashes))
 }
 
 func crashingManager(t *testing.T) {
@@ -237,25 +199,6 @@ func crashingManager(t *testing.T) {
 	assert.Empty(t, e.leftovers(s.name))
 }
 
-// workingMain is a manager that serves /readyz and does nothing else.
-const workingMain = `package main
-
-import (
-	"flag"
-	"net/http"
-)
-
-func main() {
-	probe := flag.String("health-probe-bind-address", "", "")
-	flag.String("kubeconfig", "", "")
-	flag.String("metrics-bind-address", "", "")
-	flag.Bool("leader-elect", false, "")
-	flag.Parse()
-	http.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
-	panic(http.ListenAndServe(*probe, nil))
-}
-`
-
 // crashingRedeploy redeploys a working project with a change that crashes
 // at start: the new manager starts beside the old one, and the old one is
 // replaced only once the new one is ready, so it keeps serving.
@@ -263,9 +206,7 @@ func crashingRedeploy(t *testing.T) {
 	s := sharedEnv(t)
 	e := s.caseEnv(t)
 	project := filepath.Join(e.root, "swapper")
-	crasherProject(t, project)
-	writeFile(t, filepath.Join(project, "PROJECT"), "projectName: swapper\n", 0o644)
-	writeFile(t, filepath.Join(project, "cmd", "main.go"), workingMain, 0o644)
+	require.NoError(t, testproject.Write(project, "swapper", testproject.Ready))
 	operators := filepath.Join(e.clustersDir(), s.name, "operators")
 	t.Cleanup(func() {
 		for _, r := range proc.LoadRecords(filepath.Join(operators, "swapper*", proc.SupervisorRecord)) {
@@ -278,7 +219,7 @@ func crashingRedeploy(t *testing.T) {
 	working := procsUnder(filepath.Join(operators, "swapper"))
 	require.NotEmpty(t, working, "the working manager runs")
 
-	writeFile(t, filepath.Join(project, "cmd", "main.go"), crasherMain, 0o644)
+	require.NoError(t, testproject.SetMain(project, testproject.Crashes))
 	r = e.run(t, "up", "--provider", "local", "--name", s.name, "--project", project)
 	assert.Equal(t, 1, r.code, "%s", r)
 	checkStderr(t, r, `^error: the manager did not become ready: it exited during start-up; its log says: panic: assignment to entry in nil map \(the operator deployed before keeps running\): see .*manager.log`, false)
@@ -290,9 +231,7 @@ func brokenBuild(t *testing.T) {
 	s := sharedEnv(t)
 	e := s.caseEnv(t)
 	project := filepath.Join(e.root, "broken")
-	crasherProject(t, project)
-	writeFile(t, filepath.Join(project, "PROJECT"), "projectName: broken\n", 0o644)
-	writeFile(t, filepath.Join(project, "cmd", "main.go"), "package main\n\nfunc main() { undefinedThing() }\n", 0o644)
+	require.NoError(t, testproject.Write(project, "broken", "package main\n\nfunc main() { undefinedThing() }\n"))
 	r := e.run(t, "up", "--provider", "local", "--name", s.name, "--project", project)
 	assert.Equal(t, 1, r.code, "%s", r)
 	checkStderr(t, r, `^error: the project in .*/broken does not build: cmd/main.go:3:15: undefined: undefinedThing: run `+"`go build ./...`", false)
