@@ -38,15 +38,15 @@ func TestValidateRejectsUnknownChecksAndParameters(t *testing.T) {
 		Tasks:    []labs.Task{{ID: "1.1", Points: 1, Title: labs.Text{EN: "a", RU: "а"}, Hint: labs.Text{EN: "b", RU: "б"}}},
 		Scenarios: []labs.Scenario{{Name: "s", Steps: []labs.Step{{
 			ID: "c", Tasks: []string{"1.1"}, Title: labs.Text{EN: "c", RU: "ц"},
-			Check: &labs.Check{Name: "rbac", With: json.RawMessage(`{"resource":"backups","verbs":["get"],"colour":"red"}`)},
+			Check: &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"resource":"backups","verbs":["get"],"colour":"red"}`)},
 		}}}},
 	}
 	err := Validate(lab)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown field "colour"`)
-	lab.Scenarios[0].Steps[0].Check = &labs.Check{Name: "no-such-check"}
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "no-such-check"}
 	assert.ErrorContains(t, Validate(lab), `unknown check "no-such-check"`)
-	lab.Scenarios[0].Steps[0].Check = &labs.Check{Name: "rbac", With: json.RawMessage(`{"resource":"backups"}`)}
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"resource":"backups"}`)}
 	assert.ErrorContains(t, Validate(lab), "needs resource and verbs")
 }
 

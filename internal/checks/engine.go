@@ -67,7 +67,7 @@ type Options struct {
 	Namespace string
 	// OnCheck is called as each check finishes (progress display); calls
 	// never overlap.
-	OnCheck func(*report.Check)
+	OnCheck func(*report.CheckResult)
 	// Grading is set by `labctl grade`: what verify only warns about a
 	// student's setup (an operator older than its sources) fails there.
 	Grading bool
@@ -134,9 +134,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		rep.WriteLatency = report.Duration(r.writeRTT)
 	}
 
-	results := map[string]*report.Check{}
+	results := map[string]*report.CheckResult{}
 	var mu sync.Mutex
-	collect := func(c *report.Check) {
+	collect := func(c *report.CheckResult) {
 		mu.Lock()
 		defer mu.Unlock()
 		results[c.ID] = c

@@ -30,8 +30,8 @@ const (
 // observed object, related events, an operator log excerpt) when the check
 // did not pass. Every string that came from the cluster is cleaned of
 // control characters here.
-func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report.Check {
-	c := &report.Check{
+func (r *run) toCheck(ctx context.Context, step *labs.Step, out Outcome) *report.CheckResult {
+	c := &report.CheckResult{
 		ID:       step.ID,
 		Title:    step.Title.In(r.o.Lang),
 		Tasks:    slices.Clone(step.Tasks),

@@ -114,7 +114,7 @@ func decodeParams(def Definition, raw json.RawMessage) (any, error) {
 
 // Outcome is what a check found.
 type Outcome struct {
-	Status             report.Status
+	Status             report.Result
 	Message            string
 	Expected, Observed string
 	// Object is the last observed object (trimmed for the report).

@@ -35,7 +35,7 @@ type scenario struct {
 	recorders map[string]*recorder
 }
 
-func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*report.Check)) {
+func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*report.CheckResult)) {
 	s := &scenario{r: r, sc: sc, marks: map[string]time.Time{}, deleted: map[string]types.UID{}, recorders: map[string]*recorder{}}
 	rctx, stopRecording := context.WithCancel(ctx)
 	defer stopRecording()

@@ -166,7 +166,7 @@ func cut(msg string, limit int) string {
 
 // testStatus maps a task's graded status to the reporter's words: a
 // skipped task (none of its checks could run here) could not be decided.
-func testStatus(s report.Status) string {
+func testStatus(s report.Result) string {
 	switch {
 	case s.Passed():
 		return StatusPass

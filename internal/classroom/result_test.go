@@ -17,7 +17,7 @@ import (
 
 // reportFor builds what verify reports for a lab: each task with the checks
 // its steps give evidence for, statused by status(checkID).
-func reportFor(lab *labs.Lab, status func(task, check string) report.Status) *report.Report {
+func reportFor(lab *labs.Lab, status func(task, check string) report.Result) *report.Report {
 	r := &report.Report{Lab: lab.ID, Title: lab.Title.In("en"), Lang: "en"}
 	for _, lt := range lab.Tasks {
 		rt := &report.Task{ID: lt.ID, Title: lt.Title.In("en"), Hint: lt.Hint.In("en"), Points: lt.Points, Hidden: lt.Hidden}
@@ -26,7 +26,7 @@ func reportFor(lab *labs.Lab, status func(task, check string) report.Status) *re
 				if !st.IsAssertion() || !contains(st.Tasks, lt.ID) {
 					continue
 				}
-				c := &report.Check{ID: st.ID, Title: st.Title.In("en"), Tasks: st.Tasks, Duration: report.Duration(250 * time.Millisecond)}
+				c := &report.CheckResult{ID: st.ID, Title: st.Title.In("en"), Tasks: st.Tasks, Duration: report.Duration(250 * time.Millisecond)}
 				c.Status = status(lt.ID, st.ID)
 				if c.Status == report.Fail {
 					c.Message = "the Backup never became Completed"
@@ -78,7 +78,7 @@ func sumMax(res *classroom.Result) (max int, score float64) {
 
 func TestResultPassing(t *testing.T) {
 	lab := lab82(t)
-	rep := reportFor(lab, func(string, string) report.Status { return report.Pass })
+	rep := reportFor(lab, func(string, string) report.Result { return report.Pass })
 	pretty, res := render(t, lab, rep)
 	golden(t, "result-pass.json", []byte(pretty))
 
@@ -100,7 +100,7 @@ func TestResultFailing(t *testing.T) {
 	lab := lab82(t)
 	failTask, errTask, skipTask := "2.2", "4.3", "4.2"
 	skipped := ""
-	rep := reportFor(lab, func(task, check string) report.Status {
+	rep := reportFor(lab, func(task, check string) report.Result {
 		switch task {
 		case failTask:
 			return report.Fail
@@ -154,10 +154,10 @@ func TestResultHiddenTaskWithholdsEvidence(t *testing.T) {
 		{ID: "1", Points: 4, Title: labs.Text{EN: "Shown"}, Hint: labs.Text{EN: "look at the status"}},
 		{ID: "2", Points: 6, Title: labs.Text{EN: "Secret"}, Hint: labs.Text{EN: "the secret hint"}, Hidden: true},
 	}, Scenarios: []labs.Scenario{{Name: "s", Steps: []labs.Step{
-		{ID: "a", Tasks: []string{"1"}, Check: &labs.Check{}},
-		{ID: "b", Tasks: []string{"2"}, Check: &labs.Check{}},
+		{ID: "a", Tasks: []string{"1"}, Check: &labs.GoCheck{}},
+		{ID: "b", Tasks: []string{"2"}, Check: &labs.GoCheck{}},
 	}}}}
-	rep := reportFor(lab, func(string, string) report.Status { return report.Fail })
+	rep := reportFor(lab, func(string, string) report.Result { return report.Fail })
 	_, res := render(t, lab, rep)
 	require.Contains(t, res.Tests[0].Message, "hint: look at the status")
 	require.NotContains(t, res.Tests[1].Message, "secret")
@@ -167,7 +167,7 @@ func TestResultHiddenTaskWithholdsEvidence(t *testing.T) {
 
 func TestResultOnlySomeTasksVerified(t *testing.T) {
 	lab := lab82(t)
-	rep := reportFor(lab, func(string, string) report.Status { return report.Pass })
+	rep := reportFor(lab, func(string, string) report.Result { return report.Pass })
 	rep.Tasks = rep.Tasks[:1] // verify --task 1.1
 	rep.Finish()
 	_, res := render(t, lab, rep)
@@ -182,7 +182,7 @@ func TestResultOnlySomeTasksVerified(t *testing.T) {
 // reporter gets the result in one, so long evidence is cut.
 func TestResultFitsInAnEnvironmentVariable(t *testing.T) {
 	lab := lab82(t)
-	rep := reportFor(lab, func(string, string) report.Status { return report.Fail })
+	rep := reportFor(lab, func(string, string) report.Result { return report.Fail })
 	long := strings.Repeat("operator log line with ünïcode 🙂\n", 2000)
 	for _, task := range rep.Tasks {
 		for _, c := range task.Checks {

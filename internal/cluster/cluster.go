@@ -35,7 +35,7 @@ type Provider interface {
 	// Down stops and removes the cluster and its kubeconfig context.
 	Down(ctx context.Context, name string) error
 	// Status describes the cluster's parts for `labctl status`.
-	Status(ctx context.Context, name string) (*Status, error)
+	Status(ctx context.Context, name string) (*Health, error)
 }
 
 // UserOwned reports whether p's clusters belong to the user rather than to
@@ -145,8 +145,8 @@ type Env struct {
 	StateDir string
 }
 
-// Status is a snapshot of a cluster's health.
-type Status struct {
+// Health is a snapshot of a cluster: whether each of its parts runs.
+type Health struct {
 	Name       string
 	Provider   string
 	Context    string

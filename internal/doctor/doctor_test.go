@@ -25,7 +25,7 @@ import (
 
 // fakeKind stands in for the kind provider's Status.
 type fakeKind struct {
-	st  *cluster.Status
+	st  *cluster.Health
 	err error
 }
 
@@ -35,7 +35,7 @@ func (f *fakeKind) Up(context.Context, cluster.UpOptions) (*cluster.Cluster, err
 }
 func (f *fakeKind) Get(context.Context, string) (*cluster.Cluster, error) { return nil, f.err }
 func (f *fakeKind) Down(context.Context, string) error                    { return nil }
-func (f *fakeKind) Status(context.Context, string) (*cluster.Status, error) {
+func (f *fakeKind) Status(context.Context, string) (*cluster.Health, error) {
 	return f.st, f.err
 }
 
@@ -114,7 +114,7 @@ func byName(checks []Probe) map[string]Probe {
 func TestAllGood(t *testing.T) {
 	e := newEnv(t, false)
 	e.r.Running("docker", "27.1.0").Info("docker", engine.Facts{CgroupVersion: "2", Arch: "amd64"})
-	e.kind.st, e.kind.err = &cluster.Status{Name: cluster.DefaultName, Context: "kind-k8s-operators-course", Running: true}, nil
+	e.kind.st, e.kind.err = &cluster.Health{Name: cluster.DefaultName, Context: "kind-k8s-operators-course", Running: true}, nil
 	e.inUse[80], e.inUse[443] = true, true // the kind cluster's own mapping
 	e.o.Kubeconfig = kubeconfig(t, "kind-k8s-operators-course", map[string]string{"kind-k8s-operators-course": versionServer(t)})
 	bin := filepath.Join(e.cache, "controlplane", controlplane.DefaultVersions().Key(), "bin")
@@ -190,7 +190,7 @@ func TestFailures(t *testing.T) {
 	t.Run("course cluster stopped", func(t *testing.T) {
 		e := newEnv(t, false)
 		e.r.Running("docker", "27")
-		e.kind.st, e.kind.err = &cluster.Status{Running: false, Components: []cluster.Component{{Name: "k8s-operators-course-control-plane", Detail: "container stopped"}}}, nil
+		e.kind.st, e.kind.err = &cluster.Health{Running: false, Components: []cluster.Component{{Name: "k8s-operators-course-control-plane", Detail: "container stopped"}}}, nil
 		c := byName(Run(ctx, e.o))["kind cluster"]
 		assert.Equal(t, Fail, c.Status)
 		assert.Contains(t, c.Detail, "container stopped")

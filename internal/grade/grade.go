@@ -519,7 +519,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		ProjectDir: p.Dir,
 		Lang:       g.o.Lang,
 		Grading:    true,
-		OnCheck: func(*report.Check) {
+		OnCheck: func(*report.CheckResult) {
 			mu.Lock()
 			done++
 			n := done

@@ -76,7 +76,7 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 		ts := report.TaskScore{ID: lt.ID, Points: lt.Points, Status: report.Skipped}
 		if rt := byID[lt.ID]; rt != nil {
 			ts.Status = report.TaskStatus(rt.Checks)
-			var gateFailed *report.Check
+			var gateFailed *report.CheckResult
 			for _, c := range rt.Checks {
 				switch {
 				case c.Status == report.Skipped:
@@ -111,7 +111,7 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 }
 
 // zeroScores is the score of a submission no check ran against.
-func zeroScores(lab *labs.Lab, status report.Status) []report.TaskScore {
+func zeroScores(lab *labs.Lab, status report.Result) []report.TaskScore {
 	var out []report.TaskScore
 	for _, t := range lab.Tasks {
 		out = append(out, report.TaskScore{ID: t.ID, Points: t.Points, Status: status})

@@ -93,15 +93,15 @@ func scoringLab() *labs.Lab {
 	}
 }
 
-func checkSet(statuses map[string]report.Status) map[string]*report.Check {
-	out := map[string]*report.Check{}
+func checkSet(statuses map[string]report.Result) map[string]*report.CheckResult {
+	out := map[string]*report.CheckResult{}
 	for id, st := range statuses {
-		out[id] = &report.Check{ID: id, Title: "check " + id, Status: st}
+		out[id] = &report.CheckResult{ID: id, Title: "check " + id, Status: st}
 	}
 	return out
 }
 
-func reportOf(lab *labs.Lab, checks map[string]*report.Check) *report.Report {
+func reportOf(lab *labs.Lab, checks map[string]*report.CheckResult) *report.Report {
 	r := &report.Report{Lab: lab.ID}
 	for _, lt := range lab.Tasks {
 		rt := &report.Task{ID: lt.ID, Points: lt.Points, Hidden: lt.Hidden}
@@ -124,7 +124,7 @@ func TestScorePartialCreditAndGates(t *testing.T) {
 	lab := scoringLab()
 	// Two of three checks of task 1 pass (one with a warning): 2/3 of 10.
 	// Task 2's gate passes but the check after it fails: half of 6.
-	rep := reportOf(lab, checkSet(map[string]report.Status{
+	rep := reportOf(lab, checkSet(map[string]report.Result{
 		"ready": report.Pass, "children": report.Fail, "a": report.Pass, "b": report.Warn, "c": report.Fail,
 	}))
 	tasks, total := grade.Score(lab, rep, grade.CreditChecks)
@@ -135,7 +135,7 @@ func TestScorePartialCreditAndGates(t *testing.T) {
 	require.Equal(t, 9.67, total)
 
 	// A failed gate leaves the task nothing, even with checks that passed.
-	rep = reportOf(lab, checkSet(map[string]report.Status{
+	rep = reportOf(lab, checkSet(map[string]report.Result{
 		"ready": report.Fail, "children": report.Pass, "a": report.Pass, "b": report.Pass, "c": report.Pass,
 	}))
 	tasks, total = grade.Score(lab, rep, grade.CreditChecks)
@@ -145,7 +145,7 @@ func TestScorePartialCreditAndGates(t *testing.T) {
 
 	// Skipped checks neither earn nor cost: one of the two that ran
 	// passed. No report, nothing at all.
-	rep = reportOf(lab, checkSet(map[string]report.Status{"a": report.Skipped, "b": report.Pass, "c": report.Error}))
+	rep = reportOf(lab, checkSet(map[string]report.Result{"a": report.Skipped, "b": report.Pass, "c": report.Error}))
 	tasks, _ = grade.Score(lab, rep, grade.CreditChecks)
 	require.Equal(t, 5.0, tasks[0].Score)
 	require.Equal(t, 2, tasks[0].Checks)
@@ -157,7 +157,7 @@ func TestScorePartialCreditAndGates(t *testing.T) {
 
 func TestScoreAllOrNothing(t *testing.T) {
 	lab := scoringLab()
-	rep := reportOf(lab, checkSet(map[string]report.Status{
+	rep := reportOf(lab, checkSet(map[string]report.Result{
 		"ready": report.Pass, "children": report.Fail, "a": report.Pass, "b": report.Warn, "c": report.Pass,
 	}))
 	tasks, total := grade.Score(lab, rep, grade.CreditTasks)
@@ -171,7 +171,7 @@ func TestScoreTasksSkippedChecksCostNothing(t *testing.T) {
 	lab := scoringLab()
 	// A check that could not be provoked here (skipped) beside passing
 	// ones: verify passes the task, and so does the score.
-	rep := reportOf(lab, checkSet(map[string]report.Status{
+	rep := reportOf(lab, checkSet(map[string]report.Result{
 		"ready": report.Pass, "children": report.Skipped, "a": report.Pass, "b": report.Skipped, "c": report.Skipped,
 	}))
 	tasks, total := grade.Score(lab, rep, grade.CreditTasks)
@@ -188,7 +188,7 @@ func TestScoreTasksSkippedChecksCostNothing(t *testing.T) {
 // points.
 func TestSkippedCheckKeepsThePoints(t *testing.T) {
 	lab := scoringLab()
-	rep := reportOf(lab, checkSet(map[string]report.Status{
+	rep := reportOf(lab, checkSet(map[string]report.Result{
 		"ready": report.Pass, "children": report.Pass, "a": report.Pass, "b": report.Skipped, "c": report.Pass,
 	}))
 	for _, credit := range grade.Credits {
@@ -212,7 +212,7 @@ func TestSkippedCheckKeepsThePoints(t *testing.T) {
 
 	// All of a task's checks skipped: nothing was checked, nothing earned,
 	// and the task says so.
-	rep = reportOf(lab, checkSet(map[string]report.Status{
+	rep = reportOf(lab, checkSet(map[string]report.Result{
 		"ready": report.Pass, "children": report.Pass, "a": report.Skipped, "b": report.Skipped, "c": report.Skipped,
 	}))
 	tasks, _ := grade.Score(lab, rep, grade.CreditTasks)

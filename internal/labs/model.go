@@ -163,9 +163,9 @@ type Step struct {
 	// to stop changing) that is no assertion: the scenario goes on when it
 	// times out. It lets the operator settle before the next step without
 	// judging it.
-	Wait   *Expect `json:"wait,omitempty"`
-	Expect *Expect `json:"expect,omitempty"`
-	Check  *Check  `json:"check,omitempty"`
+	Wait   *Expect  `json:"wait,omitempty"`
+	Expect *Expect  `json:"expect,omitempty"`
+	Check  *GoCheck `json:"check,omitempty"`
 }
 
 // Kind names the step's operation.
@@ -270,9 +270,9 @@ type Condition struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Check calls a check written in Go, registered under Name, with With as
+// GoCheck calls a check written in Go, registered under Name, with With as
 // its parameters.
-type Check struct {
+type GoCheck struct {
 	Name string          `json:"name"`
 	With json.RawMessage `json:"with,omitempty"`
 }

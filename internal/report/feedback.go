@@ -48,7 +48,7 @@ func fbWord(lang, key string) string {
 	return feedbackWords["en"][key]
 }
 
-func fbStatus(lang string, s Status) string {
+func fbStatus(lang string, s Result) string {
 	switch s {
 	case Pass:
 		return fbWord(lang, "pass")
@@ -102,7 +102,7 @@ type FeedbackTask struct {
 	Hidden bool
 	Score  float64
 	Points int
-	Status Status
+	Status Result
 	// Passed of Checks checks passed; Skipped more could not run here
 	// (they neither earn nor cost points).
 	Passed  int
@@ -115,10 +115,10 @@ type FeedbackTask struct {
 	Hint     string
 	// Evidence are the checks worth showing: the warnings and skipped
 	// checks of a task that passed, every check of one that did not.
-	Evidence []*Check
+	Evidence []*CheckResult
 	// Headline is the first check that really failed (not one a failed
 	// gate kept from running): why the task did not pass.
-	Headline *Check
+	Headline *CheckResult
 }
 
 // OutcomeText explains an outcome other than graded in one sentence
@@ -288,7 +288,7 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	return err
 }
 
-func writeFeedbackCheck(b *strings.Builder, lang string, c *Check) {
+func writeFeedbackCheck(b *strings.Builder, lang string, c *CheckResult) {
 	if c.Hidden {
 		fmt.Fprintf(b, "- %s *%s* — %s\n", Mark(c.Status), fbWord(lang, "hiddenCheck"), fbStatus(lang, c.Status))
 		return

@@ -50,7 +50,7 @@ var fixtureTasks = []fixtureTask{
 
 // failure is what a check found when it did not pass.
 type failure struct {
-	status            report.Status // default Fail
+	status            report.Result // default Fail
 	message           string
 	expected, observe string
 	logs              []string
@@ -80,7 +80,7 @@ func gradedStudent(gb *report.Gradebook, student string, at time.Duration, faile
 		ts := report.TaskScore{ID: ft.ID, Points: ft.Points, Checks: len(ft.checks)}
 		gateFailed := false
 		for _, fc := range ft.checks {
-			c := &report.Check{ID: fc.id, Title: fc.title, Tasks: []string{ft.ID}, Status: report.Pass, Duration: report.Duration(1200 * time.Millisecond)}
+			c := &report.CheckResult{ID: fc.id, Title: fc.title, Tasks: []string{ft.ID}, Status: report.Pass, Duration: report.Duration(1200 * time.Millisecond)}
 			if f, bad := failed[fc.id]; bad {
 				c.Status = report.Fail
 				if f.status != "" {
@@ -109,7 +109,7 @@ func gradedStudent(gb *report.Gradebook, student string, at time.Duration, faile
 }
 
 // ungradedStudent is a submission no check ran against.
-func ungradedStudent(gb *report.Gradebook, student string, at time.Duration, outcome report.GradeOutcome, message string, status report.Status) *report.GradedSubmission {
+func ungradedStudent(gb *report.Gradebook, student string, at time.Duration, outcome report.GradeOutcome, message string, status report.Result) *report.GradedSubmission {
 	sub := &report.GradedSubmission{Student: student, Source: "/class/" + student, Graded: fixtureTime.Add(at),
 		Duration: report.Duration(40 * time.Second), Outcome: outcome, Message: message, MaxPoints: gb.MaxPoints}
 	for _, t := range fixtureTasks {

@@ -115,7 +115,7 @@ type TaskScore struct {
 	ID     string  `json:"id"`
 	Points int     `json:"points"`
 	Score  float64 `json:"score"`
-	Status Status  `json:"status"`
+	Status Result  `json:"status"`
 	// Passed of Checks checks passed (pass or warn); Checks counts the
 	// checks that ran, Skipped those that could not run here (they
 	// neither earn nor cost points).

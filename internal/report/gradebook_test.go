@@ -14,13 +14,13 @@ import (
 
 func sampleGradebook() (*report.Gradebook, *report.GradedSubmission) {
 	rep := &report.Report{Lab: "lab-8.2", Lang: "en", Tasks: []*report.Task{
-		{ID: "1.1", Title: "Scaffold", Points: 5, Checks: []*report.Check{{ID: "scaffold", Title: "PROJECT lists Backup", Status: report.Pass}}},
-		{ID: "3.1", Title: "BackupReady", Points: 10, Hint: "Set the condition <BackupReady>", Checks: []*report.Check{{
+		{ID: "1.1", Title: "Scaffold", Points: 5, Checks: []*report.CheckResult{{ID: "scaffold", Title: "PROJECT lists Backup", Status: report.Pass}}},
+		{ID: "3.1", Title: "BackupReady", Points: 10, Hint: "Set the condition <BackupReady>", Checks: []*report.CheckResult{{
 			ID: "backup-ready", Title: "The Backup has BackupReady=True", Status: report.Fail,
 			Message: "no BackupReady condition\x1b[31m", Expected: "BackupReady=True", Observed: "no condition",
 			Object: "status:\n  phase: Completed\n```", Events: []string{"Normal BackupCompleted"}, Logs: []string{"backup done"},
 		}}},
-		{ID: "9.9", Title: "Secret task", Points: 5, Hidden: true, Checks: []*report.Check{{
+		{ID: "9.9", Title: "Secret task", Points: 5, Hidden: true, Checks: []*report.CheckResult{{
 			ID: "secret-check", Title: "The secret check", Status: report.Fail, Message: "the hidden evidence",
 		}}},
 	}}

@@ -12,20 +12,20 @@ import (
 	"unicode/utf8"
 )
 
-// Status is the outcome of a check or a task.
-type Status string
+// Result is the outcome of a check or a task.
+type Result string
 
-// Statuses, from best to worst for a task.
+// Results, from best to worst for a task.
 const (
-	Pass    Status = "pass"
-	Warn    Status = "warn"    // passed, but something the course's solution adds beyond the lab text is missing
-	Skipped Status = "skipped" // could not run here (e.g. no audit log on an existing cluster); never a pass
-	Error   Status = "error"   // could not decide (a step before it failed, the API refused, ...)
-	Fail    Status = "fail"
+	Pass    Result = "pass"
+	Warn    Result = "warn"    // passed, but something the course's solution adds beyond the lab text is missing
+	Skipped Result = "skipped" // could not run here (e.g. no audit log on an existing cluster); never a pass
+	Error   Result = "error"   // could not decide (a step before it failed, the API refused, ...)
+	Fail    Result = "fail"
 )
 
 // Passed reports whether the status counts as passed (pass or warn).
-func (s Status) Passed() bool { return s == Pass || s == Warn }
+func (s Result) Passed() bool { return s == Pass || s == Warn }
 
 // Report is one run of `labctl verify` (or one submission in a grade run).
 type Report struct {
@@ -42,7 +42,7 @@ type Report struct {
 	Project  string    `json:"project,omitempty"`
 	Started  time.Time `json:"started"`
 	Duration Duration  `json:"duration"`
-	Status   Status    `json:"status"`
+	Status   Result    `json:"status"`
 	// WriteLatency is the median write round trip measured at the start
 	// (timeouts stretch when it is slow); 0 when not measured.
 	WriteLatency Duration `json:"writeLatency,omitempty"`
@@ -68,24 +68,24 @@ type Summary struct {
 // Task is one numbered task of the lab text and the checks that give
 // evidence for it.
 type Task struct {
-	ID     string   `json:"id"`
-	Title  string   `json:"title"`
-	Hint   string   `json:"hint,omitempty"`
-	Points int      `json:"points"`
-	Score  int      `json:"score"`
-	Hidden bool     `json:"hidden,omitempty"`
-	Status Status   `json:"status"`
-	Checks []*Check `json:"checks"`
+	ID     string         `json:"id"`
+	Title  string         `json:"title"`
+	Hint   string         `json:"hint,omitempty"`
+	Points int            `json:"points"`
+	Score  int            `json:"score"`
+	Hidden bool           `json:"hidden,omitempty"`
+	Status Result         `json:"status"`
+	Checks []*CheckResult `json:"checks"`
 }
 
-// Check is one assertion and its evidence. A check may serve several tasks
+// CheckResult is one assertion and its evidence. A check may serve several tasks
 // (then it appears under each of them).
-type Check struct {
+type CheckResult struct {
 	ID       string   `json:"id"`
 	Title    string   `json:"title"`
 	Scenario string   `json:"scenario,omitempty"`
 	Tasks    []string `json:"tasks"`
-	Status   Status   `json:"status"`
+	Status   Result   `json:"status"`
 	// Message says what was found, in one or two sentences.
 	Message string `json:"message,omitempty"`
 	// Expected and Observed are set for failures (and useful passes).
@@ -158,11 +158,11 @@ func (r *Report) AllPassed() bool {
 // TaskStatus folds check results: any failure fails the task; else any
 // error makes it an error; a task whose checks were all skipped is skipped
 // (not passed); else a warning warns.
-func TaskStatus(checks []*Check) Status {
+func TaskStatus(checks []*CheckResult) Result {
 	if len(checks) == 0 {
 		return Skipped
 	}
-	has := map[Status]bool{}
+	has := map[Result]bool{}
 	for _, c := range checks {
 		has[c.Status] = true
 	}
@@ -183,8 +183,8 @@ func TaskStatus(checks []*Check) Status {
 // failed check, else the first that could not decide for a reason of its
 // own (not one that never ran because a gate before it failed: that
 // gate's result is the reason); nil when none did not pass.
-func (t *Task) Headline() *Check {
-	var firstError, anyError *Check
+func (t *Task) Headline() *CheckResult {
+	var firstError, anyError *CheckResult
 	for _, c := range t.Checks {
 		switch c.Status {
 		case Fail:

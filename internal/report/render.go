@@ -68,7 +68,7 @@ func label(lang, key string) string {
 }
 
 // Mark is the one-character symbol of a status.
-func Mark(s Status) string {
+func Mark(s Result) string {
 	switch s {
 	case Pass:
 		return "✓"
@@ -82,7 +82,7 @@ func Mark(s Status) string {
 	return "✗"
 }
 
-func styled(st iostreams.Styles, s Status, text string) string {
+func styled(st iostreams.Styles, s Result, text string) string {
 	switch s {
 	case Pass:
 		return st.Success.Render(text)
@@ -183,7 +183,7 @@ func writeTask(b *strings.Builder, st iostreams.Styles, lang string, t *Task, ve
 	}
 }
 
-func writeCheck(b *strings.Builder, st iostreams.Styles, lang string, c *Check) {
+func writeCheck(b *strings.Builder, st iostreams.Styles, lang string, c *CheckResult) {
 	fmt.Fprintf(b, "    %s %s  %s\n", styled(st, c.Status, Mark(c.Status)), CleanLine(c.Title), st.Muted.Render(c.ID+" · "+c.Duration.String()))
 	indent := "        "
 	if c.Message != "" {

@@ -15,25 +15,25 @@ import (
 )
 
 func sample() *Report {
-	patched := &Check{ID: "replicas-patched", Title: "StatefulSet follows spec.replicas", Tasks: []string{"2.1", "6.1"}, Status: Pass,
+	patched := &CheckResult{ID: "replicas-patched", Title: "StatefulSet follows spec.replicas", Tasks: []string{"2.1", "6.1"}, Status: Pass,
 		Message: "statefulset/my-database: spec.replicas = 2", Duration: Duration(1200 * time.Millisecond)}
-	put := &Check{ID: "replicas-by-patch", Title: "PATCH, not PUT", Tasks: []string{"2.1", "6.1"}, Status: Fail,
+	put := &CheckResult{ID: "replicas-by-patch", Title: "PATCH, not PUT", Tasks: []string{"2.1", "6.1"}, Status: Fail,
 		Message:  "the operator changed statefulset/my-database with PUT (PUT ×1), not PATCH",
 		Expected: "PATCH by op", Observed: "PUT ×1\x1b[2J",
 		Object: "kind: StatefulSet\nspec:\n  replicas: 2",
 		Events: []string{"Normal Created statefulset/my-database: created"},
 		Logs:   []string{"INFO Updating StatefulSet\x07"}}
-	warn := &Check{ID: "pending-reason", Title: "reason DatabaseNotReady", Tasks: []string{"4.2"}, Status: Warn, Message: "never observed",
+	warn := &CheckResult{ID: "pending-reason", Title: "reason DatabaseNotReady", Tasks: []string{"4.2"}, Status: Warn, Message: "never observed",
 		Notes: []string{"reported as a warning"}}
-	skipped := &Check{ID: "conflict", Title: "409 then retry", Tasks: []string{"3.2"}, Status: Skipped, Message: "no audit log"}
+	skipped := &CheckResult{ID: "conflict", Title: "409 then retry", Tasks: []string{"3.2"}, Status: Skipped, Message: "no audit log"}
 	r := &Report{
 		Lab: "lab-3.4", Title: "Advanced Client Operations", Lang: "en", Namespace: "labctl-lab-3-4-abcde",
 		Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Duration: Duration(4900 * time.Millisecond),
 		Tasks: []*Task{
-			{ID: "2.1", Title: "Patch replicas", Hint: "take MergeFrom before the change", Points: 10, Checks: []*Check{patched, put}},
-			{ID: "3.2", Title: "Use the retry", Points: 5, Checks: []*Check{skipped}},
-			{ID: "4.2", Title: "Coordination", Points: 10, Checks: []*Check{patched, warn}},
-			{ID: "6.1", Title: "Test the patch", Points: 10, Checks: []*Check{patched, put}, Hidden: true},
+			{ID: "2.1", Title: "Patch replicas", Hint: "take MergeFrom before the change", Points: 10, Checks: []*CheckResult{patched, put}},
+			{ID: "3.2", Title: "Use the retry", Points: 5, Checks: []*CheckResult{skipped}},
+			{ID: "4.2", Title: "Coordination", Points: 10, Checks: []*CheckResult{patched, warn}},
+			{ID: "6.1", Title: "Test the patch", Points: 10, Checks: []*CheckResult{patched, put}, Hidden: true},
 		},
 	}
 	r.Finish()
@@ -49,8 +49,8 @@ func TestFinishFoldsStatuses(t *testing.T) {
 	assert.Equal(t, Fail, r.Status)
 	assert.False(t, r.AllPassed())
 	assert.Equal(t, []string{"2.1", "3.2", "6.1"}, r.FailedTasks())
-	assert.Equal(t, Error, TaskStatus([]*Check{{Status: Pass}, {Status: Error}}))
-	assert.Equal(t, Pass, TaskStatus([]*Check{{Status: Pass}, {Status: Skipped}}))
+	assert.Equal(t, Error, TaskStatus([]*CheckResult{{Status: Pass}, {Status: Error}}))
+	assert.Equal(t, Pass, TaskStatus([]*CheckResult{{Status: Pass}, {Status: Skipped}}))
 }
 
 func TestTextReport(t *testing.T) {
@@ -149,7 +149,7 @@ func TestClean(t *testing.T) {
 // A task's headline is its first real failure, not a check that never ran
 // because a gate before it failed.
 func TestTaskHeadline(t *testing.T) {
-	task := &Task{Checks: []*Check{
+	task := &Task{Checks: []*CheckResult{
 		{ID: "a", Status: Pass},
 		{ID: "b", Status: Error, Message: "not run: gate did not pass"},
 		{ID: "c", Status: Error, Message: "the API refused the dry run"},

@@ -72,7 +72,7 @@ func verify(t testing.TB, labID string, op *operator.Operator, projectDir string
 	defer cancel()
 	start := time.Now()
 	_, bench := t.(*testing.B)
-	progress := func(c *report.Check) {
+	progress := func(c *report.CheckResult) {
 		if !bench { // a timeline of the run, shown when a test fails (or with -v)
 			t.Logf("%6.2fs %s %s", time.Since(start).Seconds(), c.Status, c.ID)
 		}

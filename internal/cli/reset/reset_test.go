@@ -148,7 +148,7 @@ func (p *recordingProvider) Down(_ context.Context, name string) error {
 	p.calls = append(p.calls, "down "+name)
 	return p.down
 }
-func (p *recordingProvider) Status(context.Context, string) (*cluster.Status, error) {
+func (p *recordingProvider) Status(context.Context, string) (*cluster.Health, error) {
 	return nil, cluster.ErrNotFound
 }
 

@@ -29,7 +29,7 @@ func (f *fakeProvider) Get(context.Context, string) (*cluster.Cluster, error) {
 	return nil, cluster.ErrNotFound
 }
 func (f *fakeProvider) Down(context.Context, string) error { return nil }
-func (f *fakeProvider) Status(context.Context, string) (*cluster.Status, error) {
+func (f *fakeProvider) Status(context.Context, string) (*cluster.Health, error) {
 	return nil, cluster.ErrNotFound
 }
 

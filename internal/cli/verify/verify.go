@@ -235,7 +235,7 @@ func Run(ctx context.Context, o *Options) error {
 		Tasks:      o.Tasks,
 		Keep:       o.Keep,
 		Namespace:  ns,
-		OnCheck: func(ch *report.Check) {
+		OnCheck: func(ch *report.CheckResult) {
 			done++ // OnCheck calls are serialised by the engine
 			if ch.Status == report.Fail || ch.Status == report.Error {
 				failed++

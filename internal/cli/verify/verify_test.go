@@ -78,8 +78,8 @@ func TestClassroomOutput(t *testing.T) {
 
 	lab := &labs.Lab{ID: "lab-c", Tasks: []labs.Task{{ID: "1", Points: 3}, {ID: "2", Points: 7}}}
 	rep := &report.Report{Lab: "lab-c", Lang: "en", Tasks: []*report.Task{
-		{ID: "1", Title: "One", Points: 3, Hint: "read the docs", Checks: []*report.Check{{ID: "a", Title: "A", Status: report.Fail, Observed: "nothing"}}},
-		{ID: "2", Title: "Two", Points: 7, Checks: []*report.Check{{ID: "b", Title: "B", Status: report.Pass}}},
+		{ID: "1", Title: "One", Points: 3, Hint: "read the docs", Checks: []*report.CheckResult{{ID: "a", Title: "A", Status: report.Fail, Observed: "nothing"}}},
+		{ID: "2", Title: "Two", Points: 7, Checks: []*report.CheckResult{{ID: "b", Title: "B", Status: report.Pass}}},
 	}}
 	rep.Finish()
 	s, out, errOut := iostreams.Test(false)

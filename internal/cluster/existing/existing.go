@@ -182,12 +182,12 @@ func (p *Provider) contextOr(name string) string {
 }
 
 // Status implements cluster.Provider.
-func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, error) {
+func (p *Provider) Status(ctx context.Context, name string) (*cluster.Health, error) {
 	r, err := p.resolve("", name, false)
 	if err != nil {
 		return nil, err
 	}
-	out := &cluster.Status{Name: r.context, Provider: ProviderName, Context: r.context, Running: true}
+	out := &cluster.Health{Name: r.context, Provider: ProviderName, Context: r.context, Running: true}
 	comp := cluster.Component{Name: "kube-apiserver", Address: r.cfg.Host, Healthy: true}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -811,7 +811,7 @@ func (p *Provider) Down(ctx context.Context, name string) error {
 }
 
 // Status implements cluster.Provider.
-func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, error) {
+func (p *Provider) Status(ctx context.Context, name string) (*cluster.Health, error) {
 	e, api, err := p.find(ctx, name)
 	if err != nil {
 		return nil, err
@@ -820,7 +820,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 	if err != nil {
 		return nil, engineError(e, "cannot list the nodes of kind cluster "+name, err)
 	}
-	out := &cluster.Status{Name: name, Provider: ProviderName, Context: ContextName(name), Running: len(ns) > 0}
+	out := &cluster.Health{Name: name, Provider: ProviderName, Context: ContextName(name), Running: len(ns) > 0}
 	for _, n := range ns {
 		comp := cluster.Component{Name: n.String()}
 		ct, err := e.InspectContainer(ctx, n.String())

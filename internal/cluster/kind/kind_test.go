@@ -821,7 +821,7 @@ func (u *upRecorder) Get(context.Context, string) (*cluster.Cluster, error) {
 	return nil, cluster.ErrNotFound
 }
 func (u *upRecorder) Down(context.Context, string) error { return nil }
-func (u *upRecorder) Status(context.Context, string) (*cluster.Status, error) {
+func (u *upRecorder) Status(context.Context, string) (*cluster.Health, error) {
 	return nil, cluster.ErrNotFound
 }
 

@@ -830,7 +830,7 @@ func stopAll(ctx context.Context, dir string, st *state) error {
 }
 
 // Status implements cluster.Provider.
-func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, error) {
+func (p *Provider) Status(ctx context.Context, name string) (*cluster.Health, error) {
 	if err := cluster.ValidateName(name); err != nil {
 		return nil, userr.Usage(err.Error(), "pass the name given to `labctl up --name`")
 	}
@@ -842,7 +842,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Status, er
 	if err != nil {
 		return nil, unreadableState(name, err)
 	}
-	out := &cluster.Status{Name: name, Provider: ProviderName, Context: ContextName(name), Running: true}
+	out := &cluster.Health{Name: name, Provider: ProviderName, Context: ContextName(name), Running: true}
 	tlsCfg, _ := adminTLS(layout{dir})
 	for _, c := range startOrder {
 		pid := st.PIDs[c]
