@@ -31,6 +31,32 @@ const (
 // Providers lists them, the default first.
 var Providers = []string{ProviderKind, ProviderLocal}
 
+// runner is what the workflow does differently for a provider.
+type runner struct {
+	// Text describes the cluster in the workflow's header comment.
+	Text string
+	// JobTimeout and UpTimeout bound the job and `labctl up`, in minutes.
+	JobTimeout, UpTimeout int
+	// CachesControlPlane: the control-plane binaries are built once and
+	// cached between runs (a cold build takes up to 40 minutes).
+	CachesControlPlane bool
+	// KindLogs: on failure, `kind export logs` joins labctl's logs.
+	KindLogs bool
+}
+
+var runners = map[string]runner{
+	// A kind cluster and an image build take minutes.
+	ProviderKind:  {Text: "kind, in the runner's Docker", JobTimeout: 50, UpTimeout: 20, KindLogs: true},
+	ProviderLocal: {Text: "local: a control plane with a kwok node", JobTimeout: 75, UpTimeout: 15, CachesControlPlane: true},
+}
+
+// SupportsProvider reports whether the workflow can run labctl with
+// --provider name.
+func SupportsProvider(name string) bool {
+	_, ok := runners[name]
+	return ok
+}
+
 // DefaultGoVersion is set up when the repository has no go.mod: the Go
 // labctl itself needs.
 const DefaultGoVersion = "1.26"
@@ -75,7 +101,8 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 	if o.Lab == nil || !labIDPattern.MatchString(o.Lab.ID) {
 		return fmt.Errorf("invalid lab for a workflow")
 	}
-	if o.Provider != ProviderKind && o.Provider != ProviderLocal {
+	run, ok := runners[o.Provider]
+	if !ok {
 		return errBadProvider
 	}
 	if err := ValidLabctlVersion(o.LabctlVersion); err != nil {
@@ -90,7 +117,8 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 	}
 	data := struct {
 		WorkflowOptions
-		Title, ProviderText                                                  string
+		Runner                                                               runner
+		Title                                                                string
 		Tasks                                                                []task
 		MaxPoints, JobTimeout, UpTimeout                                     int
 		GoVersion, ControlPlaneKey, KindVersion, ClusterName                 string
@@ -100,6 +128,9 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 		Operator bool
 	}{
 		WorkflowOptions: o,
+		Runner:          run,
+		JobTimeout:      run.JobTimeout,
+		UpTimeout:       run.UpTimeout,
 		Title:           report.CleanLine(o.Lab.Title.In("en")),
 		MaxPoints:       o.Lab.MaxPoints(),
 		GoVersion:       DefaultGoVersion,
@@ -121,14 +152,6 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 	}
 	for _, t := range o.Lab.Tasks {
 		data.Tasks = append(data.Tasks, task{ID: t.ID, Title: report.CleanLine(t.Title.In("en")), Points: t.Points})
-	}
-	switch o.Provider {
-	case ProviderKind:
-		// A kind cluster and an image build take minutes.
-		data.ProviderText, data.JobTimeout, data.UpTimeout = "kind, in the runner's Docker", 50, 20
-	default:
-		// A cold control-plane build takes up to 40 of them.
-		data.ProviderText, data.JobTimeout, data.UpTimeout = "local: a control plane with a kwok node", 75, 15
 	}
 	return workflowTemplate.Execute(w, data)
 }

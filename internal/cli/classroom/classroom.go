@@ -91,7 +91,7 @@ func Run(_ context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if o.Provider != classroom.ProviderKind && o.Provider != classroom.ProviderLocal {
+	if !classroom.SupportsProvider(o.Provider) {
 		return userr.Usage(fmt.Sprintf("the workflow cannot use provider %q", o.Provider), "use --provider kind (GitHub's runners have Docker) or --provider local")
 	}
 	if o.LabctlVersion != "" {
