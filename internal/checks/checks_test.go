@@ -79,6 +79,14 @@ func TestEvalAssertions(t *testing.T) {
 		{"condition", labs.Assertion{Condition: &labs.Condition{Type: "BackupReady", Status: "False", Reason: "DatabaseNotReady"}}, true, ""},
 		{"condition reason", labs.Assertion{Condition: &labs.Condition{Type: "BackupReady", Status: "True"}}, false, "BackupReady=False reason DatabaseNotReady"},
 		{"no condition", labs.Assertion{Condition: &labs.Condition{Type: "Ready"}}, false, "no Ready condition (conditions: BackupReady=False/DatabaseNotReady)"},
+		{"has: a subset of a map", labs.Assertion{Path: "spec", Has: eq(`{"replicas":2}`)}, true, ""},
+		{"has: the whole object", labs.Assertion{Has: eq(`{"spec":{"image":"postgres:14"},"status":{"phase":"Pending"}}`)}, true, ""},
+		{"has: one field differs", labs.Assertion{Has: eq(`{"spec":{"image":"postgres:14","replicas":3}}`)}, false, "spec.replicas = 2"},
+		{"has: a field missing", labs.Assertion{Path: "spec", Has: eq(`{"storage":{"size":"1Gi"}}`)}, false, "spec.storage is not set"},
+		{"has: list items in any order", labs.Assertion{Path: "status.conditions", Has: eq(`[{"reason":"DatabaseNotReady","type":"BackupReady"}]`)}, true, ""},
+		{"has: no such list item", labs.Assertion{Path: "status.conditions", Has: eq(`[{"type":"Ready"}]`)}, false, `status.conditions has no item like {"type":"Ready"}`},
+		{"has: not a map", labs.Assertion{Path: "spec.image", Has: eq(`{"name":"x"}`)}, false, `spec.image = "postgres:14", not an object`},
+		{"has: path not set", labs.Assertion{Path: "spec.storage", Has: eq(`{"size":"1Gi"}`)}, false, "spec.storage is not set"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,6 +102,10 @@ func TestEvalAssertions(t *testing.T) {
 	ok, obs := EvalAssertions(nil, []labs.Assertion{{Path: "spec.replicas", Equals: eq("1")}})
 	assert.False(t, ok, "a missing object satisfies nothing else")
 	assert.Contains(t, obs, "not set")
+	ok, obs = EvalAssertions(nil, []labs.Assertion{{Has: eq(`{"spec":{}}`)}})
+	assert.False(t, ok)
+	assert.Equal(t, "the object does not exist", obs)
+	assert.Equal(t, `spec.selector has {"app":"database"}`, DescribeAssertions([]labs.Assertion{{Path: "spec.selector", Has: eq(`{"app": "database"}`)}}))
 	assert.Equal(t, "spec.replicas = 2, condition Ready=True reason AllReplicasReady, does not exist",
 		DescribeAssertions([]labs.Assertion{{Path: "spec.replicas", Equals: eq("2")},
 			{Condition: &labs.Condition{Type: "Ready", Status: "True", Reason: "AllReplicasReady"}}, {Path: "metadata", Exists: &no}}))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -173,6 +174,9 @@ func evalAssertion(obj map[string]any, a labs.Assertion) (bool, string) {
 		}
 		return true, got
 	}
+	if len(a.Has) > 0 {
+		return evalHas(obj, a)
+	}
 	path, _ := labs.ParsePath(a.Path)
 	v, found := lookup(obj, path)
 	show := func() string {
@@ -221,6 +225,85 @@ func evalAssertion(obj map[string]any, a labs.Assertion) (bool, string) {
 	return true, show()
 }
 
+// evalHas checks a partial object at a.Path (the whole object when empty)
+// and says, when it does not hold, the first field that differs.
+func evalHas(obj map[string]any, a labs.Assertion) (bool, string) {
+	var want any
+	_ = json.Unmarshal(a.Has, &want)
+	var got any = obj
+	found := obj != nil
+	if a.Path != "" {
+		path, _ := labs.ParsePath(a.Path)
+		got, found = lookup(obj, path)
+	}
+	if !found {
+		if obj == nil {
+			return false, "the object does not exist"
+		}
+		return false, a.Path + " is not set"
+	}
+	if at, ok := hasPartial(got, want, a.Path); !ok {
+		return false, at
+	}
+	return true, describeAssertion(a)
+}
+
+// hasPartial reports whether got holds every field of want (see
+// labs.Assertion.Has); when not, it says what was observed where they part.
+func hasPartial(got, want any, at string) (string, bool) {
+	field := func(k string) string {
+		if at == "" {
+			return k
+		}
+		return at + "." + k
+	}
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%s = %s, not an object", at, showValue(got)), false
+		}
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, ok := g[k]
+			if !ok {
+				return field(k) + " is not set", false
+			}
+			if where, ok := hasPartial(v, w[k], field(k)); !ok {
+				return where, false
+			}
+		}
+		return "", true
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			return fmt.Sprintf("%s = %s, not a list", at, showValue(got)), false
+		}
+		used := make([]bool, len(g))
+		for i, item := range w {
+			matched := false
+			for j := range g {
+				if _, ok := hasPartial(g[j], item, ""); ok && !used[j] {
+					used[j], matched = true, true
+					break
+				}
+			}
+			if !matched {
+				return fmt.Sprintf("%s has no item like %s (item %d wanted; it holds %s)", at, showValue(item), i, showValue(got)), false
+			}
+		}
+		return "", true
+	}
+	if !jsonEqual(got, want) {
+		return fmt.Sprintf("%s = %s", at, showValue(got)), false
+	}
+	return "", true
+}
+
 // DescribeAssertions says what the assertions expect, for people.
 func DescribeAssertions(as []labs.Assertion) string {
 	parts := make([]string, 0, len(as))
@@ -255,6 +338,13 @@ func describeAssertion(a labs.Assertion) string {
 		return a.Path + " is not set"
 	case len(a.Equals) > 0:
 		return a.Path + " = " + string(a.Equals)
+	case len(a.Has) > 0:
+		var want any
+		_ = json.Unmarshal(a.Has, &want)
+		if a.Path == "" {
+			return "has " + showValue(want)
+		}
+		return a.Path + " has " + showValue(want)
 	case len(a.NotEquals) > 0:
 		return a.Path + " ≠ " + string(a.NotEquals)
 	case a.In != nil:

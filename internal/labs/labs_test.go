@@ -73,6 +73,8 @@ func TestValidateFindsMistakes(t *testing.T) {
 		"bad path":           {"path: spec.replicas,", `path: "spec[x]",`, "selector"},
 		"bad task id":        {`- id: "1.1"`, `- id: "one"`, "as numbered in the lab text"},
 		"missing russian":    {"title: {en: a, ru: а}", "title: {en: a}", "title needs en and ru"},
+		"has and equals":     {"equals: 1}", "equals: 1, has: {a: 1}}", "exactly one of"},
+		"has without path":   {"{path: spec.replicas, equals: 1}", "{has: [1]}", "has without a path needs a partial object"},
 		"action with tasks":  {"    expect:\n      ref: statefulset/x\n      eventually: [{path: spec.replicas, equals: 1}]", "    delete: {ref: statefulset/x}", "is an action"},
 	}
 	for name, c := range cases {

@@ -1,6 +1,7 @@
 package labs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -406,13 +407,25 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 
 func (a Assertion) validate() error {
 	n := 0
-	for _, set := range []bool{len(a.Equals) > 0, len(a.NotEquals) > 0, a.In != nil, a.Exists != nil, a.Matches != "", a.Condition != nil} {
+	for _, set := range []bool{len(a.Equals) > 0, len(a.NotEquals) > 0, a.In != nil, a.Exists != nil, a.Matches != "", len(a.Has) > 0, a.Condition != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("assertion %q: needs exactly one of equals, notEquals, in, exists, matches, condition", a.Path)
+		return fmt.Errorf("assertion %q: needs exactly one of equals, notEquals, in, exists, matches, has, condition", a.Path)
+	}
+	if len(a.Has) > 0 {
+		var partial any
+		if err := json.Unmarshal(a.Has, &partial); err != nil {
+			return fmt.Errorf("assertion %q: has: %w", a.Path, err)
+		}
+		if a.Path == "" {
+			if _, ok := partial.(map[string]any); !ok {
+				return errors.New("has without a path needs a partial object (a map)")
+			}
+			return nil
+		}
 	}
 	if a.Condition != nil {
 		if a.Path != "" {

@@ -250,10 +250,15 @@ func (e *Expect) Mode() string {
 
 // Assertion is one fact about an object. Path is dotted, with [key=value]
 // to pick a list item: status.conditions[type=Ready].reason. Exactly one of
-// Equals, NotEquals, In, Exists, Matches, Condition is set.
+// Equals, NotEquals, In, Exists, Matches, Has, Condition is set.
 type Assertion struct {
-	Path      string          `json:"path,omitempty"`
-	Equals    json.RawMessage `json:"equals,omitempty"`
+	Path   string          `json:"path,omitempty"`
+	Equals json.RawMessage `json:"equals,omitempty"`
+	// Has is a partial object, as chainsaw's assert files are: every field
+	// it gives holds at Path (the whole object when Path is empty). Maps
+	// match as subsets; each item of a list must match its own item of the
+	// observed list, in any order; anything else is equal as JSON.
+	Has       json.RawMessage `json:"has,omitempty"`
 	NotEquals json.RawMessage `json:"notEquals,omitempty"`
 	In        []any           `json:"in,omitempty"`
 	Exists    *bool           `json:"exists,omitempty"`
