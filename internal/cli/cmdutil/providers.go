@@ -51,7 +51,13 @@ func (p *Providers) Resolve(ctx context.Context, name string) (cluster.Provider,
 	reason := ""
 	if name == "" || name == ProviderAuto {
 		if p.Detect == nil {
-			name, reason = p.Fallback, "using the "+p.Fallback+" provider"
+			name = p.Fallback
+			if name == "" && len(p.ByName) == 1 {
+				for only := range p.ByName { // the one there is
+					name = only
+				}
+			}
+			reason = "using the " + name + " provider"
 		} else {
 			name, reason = p.Detect(ctx)
 		}
