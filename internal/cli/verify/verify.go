@@ -26,6 +26,7 @@ import (
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
+	"github.com/labctl/labctl/internal/runguard"
 	"github.com/labctl/labctl/internal/userr"
 	labsfs "github.com/labctl/labctl/labs"
 )
@@ -179,7 +180,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	cleanStaleNamespaces(ctx, c)
+	runguard.CleanStaleNamespaces(ctx, c)
 	find := o.FindOperator
 	if find == nil {
 		find = FindOperatorFor(ref.Name)
@@ -215,12 +216,12 @@ func Run(ctx context.Context, o *Options) error {
 
 	ns := checks.NamespaceName(lab.ID)
 	if !o.Keep { // a kept namespace is the user's to inspect, not a leftover
-		forget := rememberNamespace(c, ns)
+		forget := runguard.RememberNamespace(c, ns)
 		defer forget(context.WithoutCancel(ctx))
 	}
 	// A cluster that stops answering must not be mistaken for an operator
 	// that fails its tasks: the watchdog ends the run when it happens.
-	ctx, stopWatchdog := watchCluster(ctx, c)
+	ctx, stopWatchdog := runguard.Watch(ctx, c)
 	defer stopWatchdog()
 
 	total := checks.CountChecks(lab, o.Tasks)
@@ -256,7 +257,7 @@ func Run(ctx context.Context, o *Options) error {
 		return userr.Wrap(interrupted.Err(), userr.ExitInterrupted, "interrupted: the tasks were not run to the end and are not judged",
 			"run `"+again+"` again when you are ready")
 	}
-	if gone := clusterGone(ctx, c, err != nil || !rep.AllPassed()); gone != nil {
+	if gone := runguard.Gone(ctx, c, err != nil || !rep.AllPassed()); gone != nil {
 		step.Fail()
 		return userr.Wrap(gone, userr.ExitFailure, fmt.Sprintf("the cluster stopped answering during verify (%s); the tasks were not judged", userr.Message(gone)),
 			"`labctl status` shows which component stopped; `labctl up` restarts it, then verify again")

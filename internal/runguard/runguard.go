@@ -1,4 +1,8 @@
-package verify
+// Package runguard keeps a verify run honest about its cluster: a watchdog
+// that ends the run when the API server stops answering (so a dead cluster
+// is never judged as a failing operator), and markers that let the next run
+// delete the namespace of one killed with its cluster or with kill -9.
+package runguard
 
 import (
 	"context"
@@ -22,11 +26,11 @@ import (
 // errClusterGone ends a run whose cluster stopped answering.
 var errClusterGone = errors.New("the API server does not answer")
 
-// watchCluster cancels ctx (cause errClusterGone) when the API server fails
+// Watch cancels ctx (cause errClusterGone) when the API server fails
 // to answer /readyz twice in a row. A dead server has nothing to watch, so
 // this asks every couple of seconds; a single slow answer on a loaded
 // machine is not enough.
-func watchCluster(ctx context.Context, c *cluster.Cluster) (context.Context, func()) {
+func Watch(ctx context.Context, c *cluster.Cluster) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -55,10 +59,10 @@ func watchCluster(ctx context.Context, c *cluster.Cluster) (context.Context, fun
 	return ctx, func() { close(done); cancel(nil) }
 }
 
-// clusterGone tells why a run cannot be judged because of the cluster:
+// Gone tells why a run cannot be judged because of the cluster:
 // the watchdog saw it stop, or (when something failed, which a dying API
 // server causes before the watchdog's second look) it does not answer now.
-func clusterGone(ctx context.Context, c *cluster.Cluster, failed bool) error {
+func Gone(ctx context.Context, c *cluster.Cluster, failed bool) error {
 	if cause := context.Cause(ctx); errors.Is(cause, errClusterGone) {
 		return cause
 	}
@@ -90,7 +94,9 @@ func markerDir(c *cluster.Cluster) string {
 	return filepath.Join(c.Env.StateDir, "verify-namespaces")
 }
 
-func rememberNamespace(c *cluster.Cluster, ns string) func(context.Context) {
+// RememberNamespace leaves a marker for the run's namespace ns; the
+// returned func removes it once the namespace is gone (or going).
+func RememberNamespace(c *cluster.Cluster, ns string) func(context.Context) {
 	dir := markerDir(c)
 	if dir == "" || os.MkdirAll(dir, 0o755) != nil {
 		return func(context.Context) {}
@@ -126,9 +132,9 @@ func namespaceGone(ctx context.Context, c *cluster.Cluster, ns string) (bool, er
 	return obj.DeletionTimestamp != nil, nil
 }
 
-// cleanStaleNamespaces deletes the namespaces of verify runs whose labctl
+// CleanStaleNamespaces deletes the namespaces of verify runs whose labctl
 // is gone; the namespace controller removes their objects.
-func cleanStaleNamespaces(ctx context.Context, c *cluster.Cluster) {
+func CleanStaleNamespaces(ctx context.Context, c *cluster.Cluster) {
 	dir := markerDir(c)
 	entries, err := os.ReadDir(dir)
 	if dir == "" || err != nil {
