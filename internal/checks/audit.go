@@ -493,10 +493,12 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 	return out
 }
 
-// lostChanges compares each successful update that follows a 409 with the
-// update that conflicted (their bodies, where the audit log has them): the
-// retry must carry the image the conflicted write was setting, or a later
-// one of images. It describes each retry that did not.
+// lostChanges compares each successful update that follows 409s with the
+// updates that conflicted (their bodies, where the audit log has them): the
+// retry must carry the newest image a conflicted write was setting, or a
+// later one of images. A retry that lost the change may itself conflict
+// (it re-sends the old image), so the newest intended image counts, not the
+// last conflicted body. It describes each retry that did not carry it.
 func lostChanges(ops []AuditEvent, container string, images []string) []string {
 	imageOf := func(ev AuditEvent) string {
 		if len(ev.RequestObject) == 0 {
@@ -517,7 +519,7 @@ func lostChanges(ops []AuditEvent, container string, images []string) []string {
 		img := imageOf(ev)
 		switch {
 		case ev.Code() == 409:
-			if img != "" {
+			if img != "" && (intended == "" || slices.Index(images, img) > slices.Index(images, intended)) {
 				intended = img
 			}
 		case ev.Code() >= 200 && ev.Code() < 300:
