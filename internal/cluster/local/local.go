@@ -729,18 +729,28 @@ func (p *Provider) clusterFor(dir string, st *state) (*cluster.Cluster, error) {
 	}, nil
 }
 
-// Get implements cluster.Provider.
-func (p *Provider) Get(ctx context.Context, name string) (*cluster.Cluster, error) {
+// existing reads the state of the cluster name: cluster.ErrNotFound when
+// there is none, a usage error for a name labctl never gives.
+func (p *Provider) existing(name string) (string, *state, error) {
 	if err := cluster.ValidateName(name); err != nil {
-		return nil, userr.Usage(err.Error(), "pass the name given to `labctl up --name`")
+		return "", nil, userr.Usage(err.Error(), "pass the name given to `labctl up --name`")
 	}
 	dir := p.Dir(name)
 	st, err := loadState(dir)
 	if errors.Is(err, errNoState) {
-		return nil, fmt.Errorf("local cluster %q: %w", name, cluster.ErrNotFound)
+		return "", nil, fmt.Errorf("local cluster %q: %w", name, cluster.ErrNotFound)
 	}
 	if err != nil {
-		return nil, unreadableState(name, err)
+		return "", nil, unreadableState(name, err)
+	}
+	return dir, st, nil
+}
+
+// Get implements cluster.Provider.
+func (p *Provider) Get(ctx context.Context, name string) (*cluster.Cluster, error) {
+	dir, st, err := p.existing(name)
+	if err != nil {
+		return nil, err
 	}
 	if !p.healthy(ctx, dir, st) {
 		return nil, userr.New(fmt.Sprintf("local cluster %q is not running", name), fmt.Sprintf("run `labctl up --provider local --name %s` to start it again", name))
@@ -831,16 +841,9 @@ func stopAll(ctx context.Context, dir string, st *state) error {
 
 // Status implements cluster.Provider.
 func (p *Provider) Status(ctx context.Context, name string) (*cluster.Health, error) {
-	if err := cluster.ValidateName(name); err != nil {
-		return nil, userr.Usage(err.Error(), "pass the name given to `labctl up --name`")
-	}
-	dir := p.Dir(name)
-	st, err := loadState(dir)
-	if errors.Is(err, errNoState) {
-		return nil, fmt.Errorf("local cluster %q: %w", name, cluster.ErrNotFound)
-	}
+	dir, st, err := p.existing(name)
 	if err != nil {
-		return nil, unreadableState(name, err)
+		return nil, err
 	}
 	out := &cluster.Health{Name: name, Provider: ProviderName, Context: ContextName(name), Running: true}
 	tlsCfg, _ := adminTLS(layout{dir})
