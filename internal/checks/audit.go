@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -356,21 +357,43 @@ type conflictParams struct {
 	StatefulSet labs.Ref `json:"statefulset"`
 	// Container is the container whose image the operator sets.
 	Container string `json:"container"`
-	// Images are set on the Database one after another.
+	// Images are set on the Database one after another; the last one is
+	// the image the Database is left with.
 	Images []string `json:"images"`
+	// Spares are more images, set one after another before the last of
+	// Images while no conflict has been provoked yet: a conflict is a race
+	// labctl can make likely, not certain, so it gets more tries.
+	Spares []string `json:"spares,omitempty"`
 }
 
 func (p *conflictParams) Validate() error {
 	if p.Database.IsZero() || p.StatefulSet.IsZero() || p.Container == "" || len(p.Images) == 0 {
 		return errors.New("needs database, statefulset, container and images")
 	}
+	seen := map[string]bool{}
+	for _, img := range append(slices.Clone(p.Images), p.Spares...) {
+		if seen[img] {
+			// The retry's image is judged by its place in the sequence.
+			return fmt.Errorf("image %q is listed twice: images and spares must all differ", img)
+		}
+		seen[img] = true
+	}
 	return nil
 }
 
-// runProvokeConflict changes the Database's image while a writer touches an
+// conflictWriters is how many goroutines touch the StatefulSet at once.
+// One is enough for a conflict on a good share of the operator's updates;
+// two starve an operator that has no retry of any moment to land its
+// update, and its requeue backoff then outgrows the check (a no-retry
+// operator still converges, which is all this check asks of it).
+const conflictWriters = 1
+
+// runProvokeConflict changes the Database's image while writers touch an
 // annotation of the StatefulSet in a tight loop, so the operator's update
 // (read, change, PUT with the read resourceVersion) is likely to find the
-// object changed under it. The audit log then tells what happened.
+// object changed under it. The audit log then tells what happened. While
+// no conflict has shown up, spare images give the operator more updates to
+// race with.
 func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*conflictParams)
 	if out, ok := c.auditPreconditions(); !ok {
@@ -393,67 +416,95 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 
 	touchCtx, stopTouch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	touches := 0
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 0; touchCtx.Err() == nil; n++ {
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{"labctl.io/touch":"%d"}}}`, n)
-			if _, err := sts.Patch(touchCtx, p.StatefulSet.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err == nil {
-				touches++
-			} else if apierrors.IsNotFound(err) {
-				return
+	var touches atomic.Int64
+	for w := range conflictWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; touchCtx.Err() == nil; n++ {
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{"labctl.io/touch-%d":"%d"}}}`, w, n)
+				if _, err := sts.Patch(touchCtx, p.StatefulSet.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err == nil {
+					touches.Add(1)
+				} else if apierrors.IsNotFound(err) {
+					return
+				}
 			}
-		}
-	}()
+		}()
+	}
+	stopWriters := func() {
+		stopTouch()
+		wg.Wait()
+	}
 	imageIs := func(image string) kube.Condition {
 		return func(u *unstructured.Unstructured) (bool, error) { return containerImage(u, p.Container) == image, nil }
 	}
 	// The operator changes only the StatefulSet's spec (no pods needed), in
 	// milliseconds: a few seconds per image is plenty on any cluster, and
-	// keeps the writer from hammering one that never converges.
+	// keeps the writers from hammering one that never converges.
 	per := min(c.Timeout/time.Duration(len(p.Images)+1), 3*time.Second)
-	var converged int
-	for _, image := range p.Images {
+	var set []string
+	setImage := func(image string) error {
 		patch := fmt.Sprintf(`{"spec":{"image":%q}}`, image)
 		if _, err := c.Dynamic().Resource(dbGVR).Namespace(ns).Patch(ctx, p.Database.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-			stopTouch()
-			wg.Wait()
-			return errorf("setting %s spec.image: %v", p.Database, oneLine(err))
+			return fmt.Errorf("setting %s spec.image: %v", p.Database, oneLine(err))
 		}
-		if _, err := c.WaitFor(ctx, stsGVR, p.StatefulSet.Name, per, imageIs(image)); err == nil {
-			converged++
-		}
-	}
-	stopTouch()
-	wg.Wait()
-	last := p.Images[len(p.Images)-1]
-	final, finalErr := c.WaitFor(ctx, stsGVR, p.StatefulSet.Name, per, imageIs(last))
-
-	evs, err := c.syncAudit(ctx)
-	if err != nil {
-		return errorf("reading the audit log: %v", err)
+		set = append(set, image)
+		_, _ = c.WaitFor(ctx, stsGVR, p.StatefulSet.Name, per, imageIs(image))
+		return nil
 	}
 	id := c.Operator().Identity
-	var ops []AuditEvent
-	for _, ev := range evs {
-		if ev.By(id) && ev.On(stsGVR, ns, p.StatefulSet.Name) && (ev.Verb == "update" || ev.Verb == "patch") &&
-			ev.subresource() == "" && !ev.RequestReceivedTimestamp.Before(start) {
-			ops = append(ops, ev)
+	operatorWrites := func() ([]AuditEvent, error) {
+		evs, err := c.syncAudit(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the audit log: %v", err)
 		}
+		var ops []AuditEvent
+		for _, ev := range evs {
+			if ev.By(id) && ev.On(stsGVR, ns, p.StatefulSet.Name) && (ev.Verb == "update" || ev.Verb == "patch") &&
+				ev.subresource() == "" && !ev.RequestReceivedTimestamp.Before(start) {
+				ops = append(ops, ev)
+			}
+		}
+		return ops, nil
+	}
+
+	last := p.Images[len(p.Images)-1]
+	for _, image := range p.Images[:len(p.Images)-1] {
+		if err := setImage(image); err != nil {
+			stopWriters()
+			return errorf("%v", err)
+		}
+	}
+	// Spares while the operator updates but nothing conflicted, keeping
+	// time for the last image.
+	for i := 0; i < len(p.Spares) && time.Since(start) < c.Timeout-per; i++ {
+		ops, err := operatorWrites()
+		if err != nil {
+			stopWriters()
+			return errorf("%v", err)
+		}
+		if updates, conflicts := countWrites(ops); len(set) > 0 && (updates == 0 || conflicts > 0) {
+			break
+		}
+		// A spare the cluster refuses (a student's stricter validation) is
+		// just one try fewer.
+		_ = setImage(p.Spares[i])
+	}
+	if err := setImage(last); err != nil {
+		stopWriters()
+		return errorf("%v", err)
+	}
+	stopWriters()
+	final, finalErr := c.WaitFor(ctx, stsGVR, p.StatefulSet.Name, per, imageIs(last))
+
+	ops, err := operatorWrites()
+	if err != nil {
+		return errorf("%v", err)
 	}
 	out := Outcome{Object: final, Related: []string{p.StatefulSet.Name, p.Database.Name}}
-	out.Notes = append(out.Notes, fmt.Sprintf("labctl changed the image %d times while touching %s %d times", len(p.Images), p.StatefulSet, touches))
-	firstConflict := -1
-	updates := 0
-	for i, ev := range ops {
-		if ev.Verb == "update" {
-			updates++
-		}
-		if ev.Code() == 409 && firstConflict < 0 {
-			firstConflict = i
-		}
-	}
+	out.Notes = append(out.Notes, fmt.Sprintf("labctl changed the image %d times while touching %s %d times", len(set), p.StatefulSet, touches.Load()))
+	firstConflict := slices.IndexFunc(ops, func(ev AuditEvent) bool { return ev.Code() == 409 })
+	updates, conflicts := countWrites(ops)
 	if finalErr != nil {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s kept image %q instead of %q", p.StatefulSet, containerImage(final, p.Container), last))
 	}
@@ -466,13 +517,7 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 		return Outcome{Status: report.Skipped, Related: out.Related, Notes: out.Notes,
 			Message: fmt.Sprintf("no conflict could be provoked: all %d of the operator's updates to %s landed between labctl's writes", updates, p.StatefulSet)}
 	}
-	conflicts := 0
-	for _, ev := range ops {
-		if ev.Code() == 409 {
-			conflicts++
-		}
-	}
-	if lost := lostChanges(ops, p.Container, p.Images); len(lost) > 0 {
+	if lost := lostChanges(ops, p.Container, set); len(lost) > 0 {
 		out.Status = report.Fail
 		out.Expected = "after a 409 Conflict, a retry that re-reads the object and applies the change again"
 		out.Observed = strings.Join(lost, "; ")
@@ -491,6 +536,20 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 	out.Observed = fmt.Sprintf("%d conflict(s) (409), then no successful write", conflicts)
 	out.Message = fmt.Sprintf("the operator's update of %s failed with 409 Conflict and it never wrote it successfully afterwards", p.StatefulSet)
 	return out
+}
+
+// countWrites counts the operator's updates (PUT) and its writes that
+// conflicted (409).
+func countWrites(ops []AuditEvent) (updates, conflicts int) {
+	for _, ev := range ops {
+		if ev.Verb == "update" {
+			updates++
+		}
+		if ev.Code() == 409 {
+			conflicts++
+		}
+	}
+	return updates, conflicts
 }
 
 // lostChanges compares each successful update that follows 409s with the

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/labctl/labctl/internal/labs"
 )
 
 func update(code int, image string) AuditEvent {
@@ -38,4 +40,12 @@ func TestLostChanges(t *testing.T) {
 			assert.Len(t, lostChanges(c.ops, "postgres", images), c.lost)
 		})
 	}
+}
+
+func TestConflictParamsNeedDistinctImages(t *testing.T) {
+	p := conflictParams{Database: labs.Ref{Kind: "database", Name: "d"}, StatefulSet: labs.Ref{Kind: "statefulset", Name: "d"}, Container: "postgres",
+		Images: []string{"postgres:15", "postgres:16"}, Spares: []string{"postgres:16.1"}}
+	assert.NoError(t, p.Validate())
+	p.Spares = append(p.Spares, "postgres:15")
+	assert.ErrorContains(t, p.Validate(), `"postgres:15" is listed twice`)
 }
