@@ -48,7 +48,7 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 		}
 		s.recorders[ref.String()] = rec
 	}
-	for i := range sc.Steps {
+	for i := 0; i < len(sc.Steps); i++ {
 		step := &sc.Steps[i]
 		if step.Mark != "" {
 			s.mu.Lock()
@@ -64,20 +64,38 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 			}
 			continue
 		}
+		// The assertion and those that run meanwhile start together.
+		group := []*labs.Step{step}
+		for i+1 < len(sc.Steps) && sc.Steps[i+1].Meanwhile {
+			i++
+			group = append(group, &sc.Steps[i])
+		}
 		start := time.Now()
-		var out Outcome
-		if blocked != "" {
-			out = Outcome{Status: report.Error, Message: notRun + blocked}
-		} else {
-			out = s.assert(ctx, step)
+		outs := make([]Outcome, len(group))
+		ends := make([]time.Time, len(group))
+		var wg sync.WaitGroup
+		for g, st := range group {
+			if blocked != "" {
+				outs[g], ends[g] = Outcome{Status: report.Error, Message: notRun + blocked}, time.Now()
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[g] = s.assert(ctx, st)
+				ends[g] = time.Now()
+			}()
 		}
-		c := r.toCheck(ctx, step, out)
-		c.Scenario = sc.Name
-		c.Duration = report.Duration(time.Since(start))
-		if step.Gate && !c.Status.Passed() && c.Status != report.Skipped {
-			blocked = fmt.Sprintf("%s did not pass", step.ID)
+		wg.Wait()
+		for g, st := range group {
+			c := r.toCheck(ctx, st, outs[g])
+			c.Scenario = sc.Name
+			c.Duration = report.Duration(ends[g].Sub(start))
+			if st.Gate && !c.Status.Passed() && c.Status != report.Skipped {
+				blocked = fmt.Sprintf("%s did not pass", st.ID)
+			}
+			collect(c)
 		}
-		collect(c)
 	}
 }
 

@@ -76,6 +76,9 @@ func TestValidateFindsMistakes(t *testing.T) {
 		"has and equals":     {"equals: 1}", "equals: 1, has: {a: 1}}", "exactly one of"},
 		"has without path":   {"{path: spec.replicas, equals: 1}", "{has: [1]}", "has without a path needs a partial object"},
 		"action with tasks":  {"    expect:\n      ref: statefulset/x\n      eventually: [{path: spec.replicas, equals: 1}]", "    delete: {ref: statefulset/x}", "is an action"},
+		"meanwhile first":    {"    tasks: [\"1.1\"]\n", "    tasks: [\"1.1\"]\n    meanwhile: true\n", "needs an assertion (expect or check) right before it"},
+		"meanwhile action":   {"  steps:\n", "  steps:\n  - delete: {ref: statefulset/y}\n  - delete: {ref: statefulset/x}\n    meanwhile: true\n", "is an action"},
+		"meanwhile gate":     {"  - id: c\n", "  - id: g\n    tasks: [\"1.1\"]\n    gate: true\n    title: {en: g, ru: г}\n    expect: {ref: statefulset/x, absent: true}\n  - id: c\n    meanwhile: true\n", "cannot run alongside a gate"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

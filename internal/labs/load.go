@@ -280,6 +280,22 @@ func (l *Lab) Validate() error {
 				add("%s: needs exactly one of apply, patch, delete, wait, expect, check (has %d)", at, n)
 				continue
 			}
+			if st.Meanwhile {
+				var prev *Step
+				if i > 0 {
+					prev = &sc.Steps[i-1]
+				}
+				switch {
+				case !st.IsAssertion():
+					add("%s: meanwhile runs an assertion alongside the one before it: %s is an action", at, st.Kind())
+				case prev == nil || !prev.IsAssertion():
+					add("%s: meanwhile needs an assertion (expect or check) right before it", at)
+				case prev.Gate:
+					add("%s: meanwhile cannot run alongside a gate: what follows a gate waits for it", at)
+				case st.Mark != "":
+					add("%s: a meanwhile step starts with the one before it, so it cannot set a mark", at)
+				}
+			}
 			if st.Mark != "" {
 				if marks[st.Mark] {
 					add("%s: mark %q is set twice", at, st.Mark)

@@ -153,8 +153,12 @@ type Step struct {
 	Gate bool `json:"gate,omitempty"`
 	// Mark records the time just before the step runs, for later checks
 	// (e.g. audit records since the mark).
-	Mark    string   `json:"mark,omitempty"`
-	Timeout *Timeout `json:"timeout,omitempty"`
+	Mark string `json:"mark,omitempty"`
+	// Meanwhile runs this assertion alongside the one before it (both
+	// start together) instead of after it: for properties watched over the
+	// same window, such as two objects that must both stay put.
+	Meanwhile bool     `json:"meanwhile,omitempty"`
+	Timeout   *Timeout `json:"timeout,omitempty"`
 
 	Apply  *Apply  `json:"apply,omitempty"`
 	Patch  *Patch  `json:"patch,omitempty"`

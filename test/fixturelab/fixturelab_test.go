@@ -28,6 +28,7 @@ import (
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/reset"
 	"github.com/labctl/labctl/internal/testcluster"
 )
@@ -116,8 +117,20 @@ func TestFixtureLabVerifiesAndResets(t *testing.T) {
 
 	// Verify, keeping the run's namespace and objects as --keep does.
 	ns := checks.NamespaceName(lab.ID)
-	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Keep: true, Namespace: ns})
+	var mu sync.Mutex
+	done := map[string]time.Time{}
+	onCheck := func(c *report.CheckResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		done[c.ID] = time.Now()
+	}
+	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Keep: true, Namespace: ns, OnCheck: onCheck})
 	require.NoError(t, err)
+	// stays-ready and configmap-stays (meanwhile) each watch for 2 s, at
+	// the same time: one after the other would take 4 s.
+	both := done["configmap-stays"].Sub(done["configmap"])
+	assert.GreaterOrEqual(t, both, 2*time.Second)
+	assert.Less(t, both, 3500*time.Millisecond, "the meanwhile window ran after the first one instead of alongside it")
 	for _, task := range rep.Tasks {
 		assert.Equal(t, "pass", string(task.Status), "task %s", task.ID)
 	}
