@@ -147,24 +147,24 @@ type Env struct {
 
 // Health is a snapshot of a cluster: whether each of its parts runs.
 type Health struct {
-	Name       string
-	Provider   string
-	Context    string
-	Running    bool
-	Components []Component
+	Name       string      `json:"name"`
+	Provider   string      `json:"provider"`
+	Context    string      `json:"context"`
+	Running    bool        `json:"running"`
+	Components []Component `json:"components"`
 }
 
 // Component is one process or container of a cluster.
 type Component struct {
-	Name    string
-	PID     int
-	Address string // host:port it serves on, if any
-	Healthy bool
-	Detail  string // why not healthy, or extra facts
+	Name    string `json:"name"`
+	PID     int    `json:"pid,omitempty"`
+	Address string `json:"address,omitempty"` // host:port it serves on, if any
+	Healthy bool   `json:"healthy"`
+	Detail  string `json:"detail,omitempty"` // why not healthy, or extra facts
 	// RSSBytes and PSSBytes are resident and proportional set sizes; PSS
 	// splits shared pages (one multi-call binary) between processes.
-	RSSBytes uint64
-	PSSBytes uint64
+	RSSBytes uint64 `json:"rssBytes,omitempty"`
+	PSSBytes uint64 `json:"pssBytes,omitempty"`
 }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?$`)

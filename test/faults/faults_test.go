@@ -112,7 +112,7 @@ var faults = []fault{
 	{name: "help exits 0", args: []string{"--help"}, stdout: "Usage:"},
 
 	// Clusters that are not there, or broken.
-	{name: "down of a missing cluster", args: []string{"down", "--name", "ghost"}, code: 1, stderr: `there is no cluster named "ghost"`},
+	{name: "down of a missing cluster succeeds", args: []string{"down", "--name", "ghost"}, stderr: `No cluster named "ghost": nothing to delete`},
 	{name: "status of a missing cluster", args: []string{"status", "--name", "ghost"}, code: 1, stderr: `no cluster named "ghost": run ` + "`labctl up --name ghost`"},
 	{name: "status with no clusters", args: []string{"status", "--provider", "local"}, stdout: "No clusters"},
 	{name: "verify a missing cluster", args: []string{"verify", lab, "--name", "ghost", "--provider", "local"}, code: 1, stderr: `no running cluster named "ghost"|there is no local cluster`},

@@ -72,5 +72,8 @@ func Run(ctx context.Context, o *Options) error {
 		step.Done()
 		return nil
 	}
-	return userr.New(fmt.Sprintf("there is no cluster named %q", o.Name), "`labctl status` lists the clusters labctl manages")
+	// Like `kind delete cluster`: deleting what is not there succeeds, so
+	// scripts can clean up without checking first.
+	fmt.Fprintf(s.ErrOut, "No cluster named %q: nothing to delete (`labctl status` lists the clusters labctl manages).\n", o.Name)
+	return nil
 }

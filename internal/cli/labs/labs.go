@@ -22,8 +22,9 @@ type Options struct {
 	f *cmdutil.Factory
 
 	// Lab is set for `labs show LAB`.
-	Lab  string
-	Lang string
+	Lab    string
+	Lang   string
+	Output string
 
 	// Labs loads the definitions (the embedded ones by default).
 	Labs func() ([]*labs.Lab, error)
@@ -47,6 +48,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd) },
 	}
 	cmd.PersistentFlags().StringVar(&o.Lang, "lang", "", "language of titles: en or ru (default from LANG)")
+	cmdutil.AddOutputFlag(cmd, &o.Output)
 	show := &cobra.Command{
 		Use:     "show LAB",
 		Short:   "List a lab's tasks and points",
@@ -83,6 +85,15 @@ func Run(_ context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Output == "" {
+		o.Output = cmdutil.OutputText
+	}
+	if err := cmdutil.CheckOutput(o.Output); err != nil {
+		return err
+	}
+	if o.Output != cmdutil.OutputText {
+		return printStructured(o, all, lang)
+	}
 	if o.Lab == "" {
 		// Grouped by module: on a terminal the module is named once, above
 		// its labs; piped, every row carries it.
@@ -113,17 +124,7 @@ func Run(_ context.Context, o *Options) error {
 		}
 		fmt.Fprintln(s.Out)
 	}
-	checksOf := map[string][]string{}
-	for _, sc := range lab.Scenarios {
-		for _, st := range sc.Steps {
-			if !st.IsAssertion() {
-				continue
-			}
-			for _, task := range st.Tasks {
-				checksOf[task] = append(checksOf[task], st.ID)
-			}
-		}
-	}
+	checksOf := checksByTask(lab)
 	t := s.NewTable("TASK", "POINTS", "TITLE", "CHECKS")
 	hidden := 0
 	for _, task := range lab.Tasks {
@@ -147,4 +148,83 @@ func Run(_ context.Context, o *Options) error {
 		fmt.Fprintf(s.Out, "\n%s\n", s.Styles().Muted.Render(fmt.Sprintf("labctl verify %s   ·   labctl solution %s", lab.ID, lab.ID)))
 	}
 	return nil
+}
+
+// LabSummary is one lab in `labctl labs -o json|yaml`.
+type LabSummary struct {
+	Module  int    `json:"module"`
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Project string `json:"project"`
+	Tasks   int    `json:"tasks"`
+	Points  int    `json:"points"`
+}
+
+// LabDetail is `labctl labs show LAB -o json|yaml`: the lab and its
+// visible tasks.
+type LabDetail struct {
+	LabSummary
+	Source   string       `json:"source,omitempty"`
+	TaskList []TaskDetail `json:"taskList"`
+}
+
+// TaskDetail is one task of LabDetail.
+type TaskDetail struct {
+	ID     string   `json:"id"`
+	Points int      `json:"points"`
+	Title  string   `json:"title"`
+	Hint   string   `json:"hint,omitempty"`
+	Checks []string `json:"checks"`
+}
+
+func summarize(l *labs.Lab, lang string) LabSummary {
+	project := l.Project
+	if project == "" {
+		project = reference.Postgres
+	}
+	return LabSummary{Module: l.Module, ID: l.ID, Title: l.Title.In(lang), Project: project, Tasks: len(l.Tasks), Points: l.MaxPoints()}
+}
+
+func printStructured(o *Options, all []*labs.Lab, lang string) error {
+	out := o.f.IOStreams.Out
+	if o.Lab == "" {
+		list := make([]LabSummary, 0, len(all))
+		for _, l := range all {
+			list = append(list, summarize(l, lang))
+		}
+		return cmdutil.PrintStructured(out, o.Output, list)
+	}
+	lab, err := labs.FindLab(all, o.Lab)
+	if err != nil {
+		return err
+	}
+	checksOf := checksByTask(lab)
+	d := LabDetail{LabSummary: summarize(lab, lang), Source: lab.Source, TaskList: []TaskDetail{}}
+	for _, task := range lab.Tasks {
+		if task.Hidden {
+			continue
+		}
+		checks := checksOf[task.ID]
+		if checks == nil {
+			checks = []string{}
+		}
+		d.TaskList = append(d.TaskList, TaskDetail{ID: task.ID, Points: task.Points, Title: report.CleanLine(task.Title.In(lang)), Hint: task.Hint.In(lang), Checks: checks})
+	}
+	return cmdutil.PrintStructured(out, o.Output, d)
+}
+
+// checksByTask maps each task to the assertion steps that judge it.
+func checksByTask(lab *labs.Lab) map[string][]string {
+	checksOf := map[string][]string{}
+	for _, sc := range lab.Scenarios {
+		for _, st := range sc.Steps {
+			if !st.IsAssertion() {
+				continue
+			}
+			for _, task := range st.Tasks {
+				checksOf[task] = append(checksOf[task], st.ID)
+			}
+		}
+	}
+	return checksOf
 }

@@ -2,11 +2,13 @@ package labs
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -68,4 +70,28 @@ func TestRunFReceivesTheLab(t *testing.T) {
 	require.NoError(t, cmd.Execute())
 	assert.Equal(t, "3.4", got.Lab)
 	assert.Equal(t, "ru", got.Lang)
+}
+
+func TestStructuredOutput(t *testing.T) {
+	out, err := run(t, false, "-o", "json", "--lang", "en")
+	require.NoError(t, err)
+	var list []LabSummary
+	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+	require.NotEmpty(t, list)
+	assert.Equal(t, LabSummary{Module: 1, ID: "lab-1.4", Title: "Creating Your First CRD", Project: "website", Tasks: 11, Points: 100}, list[0])
+
+	out, err = run(t, false, "show", "8.2", "-o", "yaml", "--lang", "en")
+	require.NoError(t, err)
+	var d LabDetail
+	require.NoError(t, yaml.Unmarshal([]byte(out), &d), out)
+	assert.Equal(t, "lab-8.2", d.ID)
+	total := 0
+	for _, task := range d.TaskList {
+		total += task.Points
+		assert.NotEmpty(t, task.Checks, "task %s is judged by some check", task.ID)
+	}
+	assert.Equal(t, d.Points, total, "the tasks' points add up to the lab's")
+
+	_, err = run(t, false, "-o", "xml")
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
 }

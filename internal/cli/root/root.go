@@ -25,6 +25,9 @@ checks each task of a lab against the live cluster, and grades submissions.`,
 			}
 		},
 	}
+	// --version as kind and kubectl users expect; -v stays --verbose.
+	cmd.Version = f.Version
+	cmd.SetVersionTemplate(version.Of(f.Version).Line() + "\n")
 	cmd.PersistentFlags().BoolVarP(&f.IOStreams.Verbose, "verbose", "v", false, "show detail: each step as it starts, commands run, log tails")
 	cmd.PersistentFlags().BoolVar(&noColor, "no-color", false, "disable colour (also NO_COLOR=1)")
 

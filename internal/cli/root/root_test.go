@@ -2,6 +2,7 @@ package root
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -67,10 +68,10 @@ func TestUpProjectAndNoOperatorConflict(t *testing.T) {
 	assert.Equal(t, "--no-operator and --project cannot be used together: see `labctl up --help`", userr.Message(err))
 }
 
-func TestDownOfAMissingClusterSaysSo(t *testing.T) {
-	_, _, _, err := run(t, false, "down", "--name", "ghost")
-	require.Error(t, err)
-	assert.Equal(t, `there is no cluster named "ghost": `+"`labctl status` lists the clusters labctl manages", userr.Message(err))
+func TestDownOfAMissingClusterSucceedsAndSaysSo(t *testing.T) {
+	_, _, errOut, err := run(t, false, "down", "--name", "ghost")
+	require.NoError(t, err, "like kind delete cluster, deleting what is not there succeeds")
+	assert.Contains(t, errOut, `No cluster named "ghost": nothing to delete`)
 }
 
 func TestStatusWithNoClusters(t *testing.T) {
@@ -84,6 +85,27 @@ func TestVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(out, "labctl test"))
 	assert.Contains(t, out, "kubernetes v1.37.2")
+}
+
+func TestVersionFlagAndStructuredVersion(t *testing.T) {
+	_, out, _, err := run(t, false, "--version")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, "labctl test ("), out)
+
+	_, out, _, err = run(t, false, "version", "-o", "json")
+	require.NoError(t, err)
+	var info map[string]string
+	require.NoError(t, json.Unmarshal([]byte(out), &info), out)
+	assert.Equal(t, "test", info["labctl"])
+	assert.Equal(t, "v1.37.2", info["kubernetes"])
+
+	_, out, _, err = run(t, false, "version", "-o", "yaml")
+	require.NoError(t, err)
+	assert.Contains(t, out, "labctl: test\n")
+
+	_, _, _, err = run(t, false, "version", "-o", "xml")
+	require.Error(t, err)
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
 }
 
 func TestCompletionIsAvailable(t *testing.T) {

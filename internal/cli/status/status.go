@@ -19,6 +19,16 @@ type Options struct {
 	f        *cmdutil.Factory
 	Provider string
 	Name     string
+	Output   string
+}
+
+// Entry is one cluster in `labctl status -o json|yaml`: its health, or why
+// it could not be read.
+type Entry struct {
+	*cluster.Health `json:",omitempty"`
+	Provider        string `json:"provider"`
+	Name            string `json:"name"`
+	Error           string `json:"error,omitempty"`
 }
 
 // NewCommand returns the status command.
@@ -37,6 +47,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 	}
 	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "only this provider's clusters")
 	cmd.Flags().StringVar(&o.Name, "name", "", "only this cluster (default: all)")
+	cmdutil.AddOutputFlag(cmd, &o.Output)
 	return cmd
 }
 
@@ -44,6 +55,14 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 func Run(ctx context.Context, o *Options) error {
 	s := o.f.IOStreams
 	st := s.Styles()
+	if o.Output == "" {
+		o.Output = cmdutil.OutputText
+	}
+	if err := cmdutil.CheckOutput(o.Output); err != nil {
+		return err
+	}
+	structured := o.Output != cmdutil.OutputText
+	entries := []Entry{}
 	shown := 0
 	provs, err := o.f.Providers.Select(ctx, o.Provider)
 	if err != nil {
@@ -73,10 +92,18 @@ func Run(ctx context.Context, o *Options) error {
 				}
 				// One broken cluster must not hide the others.
 				shown++
+				if structured {
+					entries = append(entries, Entry{Provider: pn, Name: name, Error: userr.Message(err)})
+					continue
+				}
 				fmt.Fprintf(s.Out, "%s cluster %s: %s — %s\n", pn, st.Bold.Render(name), st.Failure.Render("broken"), userr.Message(err))
 				continue
 			}
 			shown++
+			if structured {
+				entries = append(entries, Entry{Health: cs, Provider: pn, Name: name})
+				continue
+			}
 			state := st.Success.Render("running")
 			if !cs.Running {
 				state = st.Failure.Render("degraded") + " — run `labctl up --provider " + pn + " --name " + name + "` to restart it"
@@ -107,7 +134,12 @@ func Run(ctx context.Context, o *Options) error {
 		if o.Name != "" {
 			return userr.New(fmt.Sprintf("no cluster named %q", o.Name), fmt.Sprintf("run `labctl up --name %s` to create it", o.Name))
 		}
-		fmt.Fprintln(s.Out, "No clusters. Run `labctl up` to create one.")
+		if !structured {
+			fmt.Fprintln(s.Out, "No clusters. Run `labctl up` to create one.")
+		}
+	}
+	if structured {
+		return cmdutil.PrintStructured(s.Out, o.Output, entries)
 	}
 	return nil
 }
