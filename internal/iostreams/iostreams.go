@@ -31,15 +31,29 @@ type IOStreams struct {
 }
 
 // System returns the process's own streams, detecting TTY and honouring
-// NO_COLOR and TERM=dumb.
+// NO_COLOR, TERM=dumb and FORCE_COLOR.
 func System() *IOStreams {
 	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	s.inTTY = term.IsTerminal(os.Stdin.Fd())
 	s.outTTY = term.IsTerminal(os.Stdout.Fd())
 	s.errTTY = term.IsTerminal(os.Stderr.Fd())
-	s.color = s.outTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	s.color = colorWanted(s.outTTY, os.Getenv)
 	s.initRenderer()
 	return s
+}
+
+// colorWanted decides colour from the environment: NO_COLOR always wins;
+// FORCE_COLOR (as GitHub Actions logs and other CI set it, any value but
+// "0" or "false") turns it on where output is no terminal; otherwise a
+// terminal that is not dumb gets colour.
+func colorWanted(tty bool, getenv func(string) string) bool {
+	if getenv("NO_COLOR") != "" {
+		return false
+	}
+	if f := getenv("FORCE_COLOR"); f != "" && f != "0" && f != "false" {
+		return true
+	}
+	return tty && getenv("TERM") != "dumb"
 }
 
 // Test returns streams backed by buffers. tty says whether they pretend to

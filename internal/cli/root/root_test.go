@@ -152,3 +152,18 @@ func TestAutoFallsBackToLocalWhenKindCannotStart(t *testing.T) {
 	cmd.SetArgs([]string{"up", "--provider", "kind", "--no-operator"})
 	require.Error(t, cmd.ExecuteContext(context.Background()))
 }
+
+func TestCompletionOfLabsAndTasks(t *testing.T) {
+	_, out, _, err := run(t, false, "__complete", "verify", "lab-8")
+	require.NoError(t, err)
+	assert.Contains(t, out, "lab-8.2")
+	_, out, _, err = run(t, false, "__complete", "verify", "lab-8.2", "--task", "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "3.2\tThe Database reads the condition, not the phase")
+	_, out, _, err = run(t, false, "__complete", "solution", "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "lab-3.4")
+	_, out, _, err = run(t, false, "__complete", "up", "--lab", "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "lab-2.4")
+}

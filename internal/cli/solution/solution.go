@@ -48,8 +48,9 @@ type Options struct {
 func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	o := &Options{f: f}
 	cmd := &cobra.Command{
-		Use:   "solution LAB",
-		Short: "Show the reference code that answers each task of a lab",
+		Use:               "solution LAB",
+		ValidArgsFunction: cmdutil.CompleteLabArg,
+		Short:             "Show the reference code that answers each task of a lab",
 		Long: `Print, task by task, the code of the course's reference operator that
 answers a lab: the functions and types named in solutions/<lab>/files.txt.
 

@@ -75,6 +75,7 @@ reference of that lab's project (the Hello World operator for labs 2.4 and
 	cmd.MarkFlagsMutuallyExclusive("project", "reference")
 	cmd.MarkFlagsMutuallyExclusive("project", "no-operator")
 	cmd.MarkFlagsMutuallyExclusive("project", "lab")
+	_ = cmd.RegisterFlagCompletionFunc("lab", cmdutil.CompleteLabs)
 	return cmd
 }
 

@@ -111,6 +111,7 @@ report.`,
 	_ = cmd.RegisterFlagCompletionFunc("lang", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return labs.Langs, cobra.ShellCompDirectiveNoFileComp
 	})
+	_ = cmd.RegisterFlagCompletionFunc("task", cmdutil.CompleteTasks)
 	return cmd
 }
 
