@@ -1,5 +1,8 @@
 // Package kubeconfig merges cluster contexts into the user's kubeconfig and
-// removes them again, never touching entries labctl did not write.
+// removes them again, never touching entries labctl did not write. It
+// writes as kubectl does: under kubectl's lock file (<file>.lock), through
+// symlinks to the file they name, and, with several files in KUBECONFIG,
+// removing a context from the file that holds it.
 package kubeconfig
 
 import (
@@ -8,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -33,6 +37,11 @@ func Merge(path string, src *clientcmdapi.Config, contextName string) error {
 	if !ok {
 		return fmt.Errorf("kubeconfig has no context %q", contextName)
 	}
+	path, unlock, err := lockFile(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	dst, err := load(path)
 	if err != nil {
 		return err
@@ -48,14 +57,29 @@ func Merge(path string, src *clientcmdapi.Config, contextName string) error {
 
 // Remove deletes the context and its same-named cluster and user; if it was
 // current, no context is current afterwards. A missing file or context is
-// not an error.
+// not an error. With path "" every file of KUBECONFIG is looked at, as
+// `kubectl config delete-context` finds the file that holds the context.
 func Remove(path, contextName string) error {
-	if path == "" {
-		path = DefaultPath()
+	if path != "" {
+		return removeFrom(path, contextName)
 	}
+	for _, p := range clientcmd.NewDefaultClientConfigLoadingRules().GetLoadingPrecedence() {
+		if err := removeFrom(p, contextName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func removeFrom(path, contextName string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	path, unlock, err := lockFile(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	dst, err := load(path)
 	if err != nil {
 		return err
@@ -90,6 +114,46 @@ func CheckWritable(path string) error {
 		return unwritable(path, err)
 	}
 	return nil
+}
+
+// lockWait is how long a write waits for another writer's lock file.
+var lockWait = 5 * time.Second
+
+// lockFile takes kubectl's lock on the kubeconfig at path (after following
+// symlinks, so the real file is locked and replaced, and a symlinked
+// kubeconfig stays a symlink): <file>.lock, created exclusively, as
+// client-go's ModifyConfig does. It returns the resolved path and the
+// release.
+func lockFile(path string) (string, func(), error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	} else if link, lerr := os.Readlink(path); lerr == nil {
+		// a dangling symlink: write where it points
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", nil, unwritable(path, err)
+	}
+	lock := path + ".lock"
+	deadline := time.Now().Add(lockWait)
+	for {
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			_ = f.Close()
+			return path, func() { _ = os.Remove(lock) }, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", nil, unwritable(path, err)
+		}
+		if time.Now().After(deadline) {
+			return "", nil, userr.New(fmt.Sprintf("kubeconfig %s is locked by %s (another kubectl or labctl is writing it)", path, lock),
+				"wait for it to finish, or remove "+lock+" if nothing is writing, and run the command again")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func load(path string) (*clientcmdapi.Config, error) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,4 +93,49 @@ func TestReadOnlyKubeconfigIsNotReplaced(t *testing.T) {
 	assert.Equal(t, string(before), string(after))
 	_, err = os.Stat(path + ".labctl-tmp")
 	assert.ErrorIs(t, err, os.ErrNotExist, "no temporary file left")
+}
+
+func TestMergeWritesThroughASymlinkUnderKubectlsLock(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "dotfiles", "kubeconfig")
+	require.NoError(t, os.MkdirAll(filepath.Dir(real), 0o700))
+	require.NoError(t, clientcmd.WriteToFile(*config("mine", "https://mine"), real))
+	link := filepath.Join(dir, "config")
+	require.NoError(t, os.Symlink(real, link))
+
+	require.NoError(t, Merge(link, config("labctl-x", "https://127.0.0.1:1"), "labctl-x"))
+	target, err := os.Readlink(link)
+	require.NoError(t, err, "the kubeconfig is still a symlink")
+	assert.Equal(t, real, target)
+	got, err := clientcmd.LoadFromFile(real)
+	require.NoError(t, err)
+	assert.Equal(t, "https://127.0.0.1:1", got.Clusters["labctl-x"].Server)
+	assert.NoFileExists(t, real+".lock", "the lock is released")
+
+	// another writer holds kubectl's lock: Merge waits, then says so in one line
+	lockWait = 200 * time.Millisecond
+	t.Cleanup(func() { lockWait = 5 * time.Second })
+	require.NoError(t, os.WriteFile(real+".lock", nil, 0o600))
+	err = Merge(link, config("labctl-y", "https://127.0.0.1:2"), "labctl-y")
+	require.Error(t, err)
+	assert.Contains(t, userr.Message(err), "is locked by "+real+".lock")
+	got, _ = clientcmd.LoadFromFile(real)
+	assert.NotContains(t, got.Contexts, "labctl-y", "nothing written without the lock")
+	require.NoError(t, os.Remove(real+".lock"))
+}
+
+func TestRemoveFindsTheContextInAnyFileOfKUBECONFIG(t *testing.T) {
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, clientcmd.WriteToFile(*config("mine", "https://mine"), first))
+	require.NoError(t, clientcmd.WriteToFile(*config("labctl-x", "https://127.0.0.1:1"), second))
+	t.Setenv("KUBECONFIG", first+string(os.PathListSeparator)+second)
+
+	require.NoError(t, Remove("", "labctl-x"))
+	got, err := clientcmd.LoadFromFile(second)
+	require.NoError(t, err)
+	assert.NotContains(t, got.Contexts, "labctl-x")
+	got, err = clientcmd.LoadFromFile(first)
+	require.NoError(t, err)
+	assert.Contains(t, got.Contexts, "mine", "the other file is untouched")
 }
