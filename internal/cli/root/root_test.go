@@ -3,6 +3,8 @@ package root
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -166,4 +168,12 @@ func TestCompletionOfLabsAndTasks(t *testing.T) {
 	_, out, _, err = run(t, false, "__complete", "up", "--lab", "")
 	require.NoError(t, err)
 	assert.Contains(t, out, "lab-2.4")
+}
+
+func TestKubeconfigFlagIsKubectls(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/elsewhere")
+	dir := t.TempDir()
+	_, _, _, err := run(t, false, "status", "--kubeconfig", filepath.Join(dir, "kc"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "kc"), os.Getenv("KUBECONFIG"), "every command reads the file named by --kubeconfig")
 }
