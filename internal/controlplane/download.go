@@ -171,12 +171,13 @@ func (d *downloader) checksum(ctx context.Context, a Artifact) (string, error) {
 	if sum, ok := d.pins[a.Path]; ok {
 		return sum, nil
 	}
-	if a.SumPath == "" {
-		return "", permanent{errors.New("no checksum is pinned for it and its release publishes none")}
-	}
 	var buf strings.Builder
 	if err := d.get(ctx, d.mirror+a.SumPath, 0, &limitedWriter{w: &buf, n: 1 << 20}, nil); err != nil {
-		return "", fmt.Errorf("checksum file: %w", err)
+		var p permanent
+		if errors.As(err, &p) {
+			return "", permanent{fmt.Errorf("no sha256 pinned in labctl, and %s: %w", path.Base(a.SumPath), err)}
+		}
+		return "", fmt.Errorf("%s: %w", path.Base(a.SumPath), err)
 	}
 	sum, ok := parseSum(buf.String(), a.SumName)
 	if !ok {

@@ -62,8 +62,8 @@ func newReleaseSite(t *testing.T) *releaseSite {
 		sum := sha256.Sum256(body)
 		hexSum := hex.EncodeToString(sum[:])
 		switch {
-		case a.SumPath == "":
-			s.pins[a.Path] = hexSum
+		case a.Component == "kwok":
+			s.pins[a.Path] = hexSum // like kwok's releases: no checksum file
 		case a.SumName == "":
 			s.write(t, a.SumPath, []byte(hexSum+"\n"))
 		default:
@@ -287,6 +287,29 @@ func TestDownloadResumesADroppedConnection(t *testing.T) {
 	assert.Equal(t, "kube-apiserver", runComponent(t, b.Dir, "kube-apiserver"), "the resumed file is whole (its checksum matched)")
 	assertNothingHalfDone(t, cache)
 }
+
+func TestDownloadWithoutAnyChecksumIsRefused(t *testing.T) {
+	site := newReleaseSite(t)
+	cache := t.TempDir()
+	var notices []string
+	opts := site.options(cache, &notices)
+	opts.pins = map[string]string{} // kwok unpinned, and its release publishes no checksum
+	_, err := Ensure(context.Background(), opts)
+	require.Error(t, err)
+	require.Len(t, notices, 1)
+	assert.Equal(t, "download of kwok v0.8.0 failed (no sha256 pinned in labctl, and kwok-linux-amd64.sha256: 404 Not Found): building from the Go module proxy instead, 12-20 min", notices[0])
+	assert.Zero(t, site.count(site.artifact("kwok").Path), "an unverifiable file is not even fetched")
+	assertNothingHalfDone(t, cache)
+
+	// A mirror that publishes one beside it is trusted as dl.k8s.io's are.
+	a := site.artifact("kwok")
+	site.write(t, a.SumPath, []byte(site.pinsFor(a)+"  kwok-linux-amd64\n"))
+	b, err := Ensure(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, "downloaded", b.Source)
+}
+
+func (s *releaseSite) pinsFor(a Artifact) string { return s.pins[a.Path] }
 
 func TestDownloadThatKeepsDroppingIsGivenUp(t *testing.T) {
 	site := newReleaseSite(t)

@@ -22,8 +22,8 @@ type Artifact struct {
 	// Path is host/path of the official URL (dl.k8s.io/release/...), so a
 	// mirror made with `wget -x` serves it under its own root unchanged.
 	Path string
-	// SumPath is the checksum file the release publishes beside it, ""
-	// when it publishes none (kwok): then only a pin can verify it.
+	// SumPath is the checksum file beside it. kwok's releases publish
+	// none (a 404: only a pin verifies kwok), but a mirror may add one.
 	SumPath string
 	// SumName is the artifact's entry in a SHA256SUMS-style list; "" when
 	// SumPath holds the bare hash of this one file (dl.k8s.io's .sha256).
@@ -50,8 +50,8 @@ func ReleaseArtifacts(v Versions, goos, arch string) ([]Artifact, error) {
 	etcdTar := fmt.Sprintf("etcd-%s-linux-%s", v.Etcd, arch)
 	out = append(out, Artifact{Component: "etcd", Version: v.Etcd, Path: etcdDir + etcdTar + ".tar.gz",
 		SumPath: etcdDir + "SHA256SUMS", SumName: etcdTar + ".tar.gz", Member: etcdTar + "/etcd"})
-	out = append(out, Artifact{Component: "kwok", Version: v.Kwok,
-		Path: fmt.Sprintf("github.com/kubernetes-sigs/kwok/releases/download/%s/kwok-linux-%s", v.Kwok, arch)})
+	kwok := fmt.Sprintf("github.com/kubernetes-sigs/kwok/releases/download/%s/kwok-linux-%s", v.Kwok, arch)
+	out = append(out, Artifact{Component: "kwok", Version: v.Kwok, Path: kwok, SumPath: kwok + ".sha256"})
 	return out, nil
 }
 
@@ -71,13 +71,14 @@ func mirrorRoot(flag string) string {
 	return m
 }
 
-// parseSum finds the sha256 for name in a checksum file: a bare hash (name
-// "") or `<hash>  <file>` lines as sha256sum writes them.
+// parseSum finds the sha256 for name in a checksum file of `<hash>  <file>`
+// lines as sha256sum writes them; name "" takes the first line's hash
+// (a file of one artifact, as dl.k8s.io's bare .sha256).
 func parseSum(content, name string) (string, bool) {
 	for _, line := range strings.Split(content, "\n") {
 		f := strings.Fields(line)
 		switch {
-		case len(f) == 1 && name == "":
+		case len(f) >= 1 && name == "":
 			return validHex(f[0])
 		case len(f) >= 2 && name != "" && strings.TrimPrefix(f[1], "*") == name:
 			return validHex(f[0])
