@@ -172,7 +172,11 @@ func (d *downloader) checksum(ctx context.Context, a Artifact) (string, error) {
 		return sum, nil
 	}
 	var buf strings.Builder
-	if err := d.get(ctx, d.mirror+a.SumPath, 0, &limitedWriter{w: &buf, n: 1 << 20}, nil); err != nil {
+	err := d.retry(ctx, func() error {
+		buf.Reset()
+		return d.get(ctx, d.mirror+a.SumPath, 0, &limitedWriter{w: &buf, n: 1 << 20}, nil)
+	})
+	if err != nil {
 		var p permanent
 		if errors.As(err, &p) {
 			return "", permanent{fmt.Errorf("no sha256 pinned in labctl, and %s: %w", path.Base(a.SumPath), err)}
@@ -194,31 +198,43 @@ func (d *downloader) fetch(ctx context.Context, a Artifact, file string) error {
 	}
 	defer f.Close()
 	label := a.Component + " " + a.Version
-	var last error
-	for attempt := 1; attempt <= downloadAttempts; attempt++ {
-		if attempt > 1 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(attempt-1) * 200 * time.Millisecond):
-			}
-		}
+	var shown time.Time
+	d.report("downloading %s", label)
+	return d.retry(ctx, func() error {
 		offset, err := f.Seek(0, io.SeekEnd)
 		if err != nil {
 			return err
 		}
-		last = d.get(ctx, d.mirror+a.Path, offset, f, func(done, total int64) {
+		return d.get(ctx, d.mirror+a.Path, offset, f, func(done, total int64) {
+			// Once a second: with -v and no terminal, each update is a line.
+			if time.Since(shown) < time.Second {
+				return
+			}
+			shown = time.Now()
 			if total > 0 {
 				d.report("downloading %s: %d/%d MiB", label, done>>20, total>>20)
 			} else {
 				d.report("downloading %s: %d MiB", label, done>>20)
 			}
 		})
-		if last == nil || ctx.Err() != nil || isDiskFull(last) {
-			return last
+	})
+}
+
+// retry runs attempt up to downloadAttempts times, pausing a little longer
+// each time, until it succeeds or fails in a way no retry changes.
+func (d *downloader) retry(ctx context.Context, attempt func() error) error {
+	var last error
+	for n := 1; n <= downloadAttempts; n++ {
+		if n > 1 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(n-1) * 200 * time.Millisecond):
+			}
 		}
+		last = attempt()
 		var p permanent
-		if errors.As(last, &p) {
+		if last == nil || ctx.Err() != nil || isDiskFull(last) || errors.As(last, &p) {
 			return last
 		}
 	}

@@ -486,3 +486,31 @@ func TestParseSum(t *testing.T) {
 	_, ok = parseSum(h+"  other.tar.gz\n", "etcd.tar.gz")
 	assert.False(t, ok)
 }
+
+func TestDownloadRetriesAChecksumFileThatFailsOnce(t *testing.T) {
+	site := newReleaseSite(t)
+	a := site.artifact("etcd")
+	site.fault = func(w http.ResponseWriter, r *http.Request, n int) bool {
+		if r.URL.Path == "/"+a.SumPath && n == 1 {
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	}
+	var notices []string
+	b, err := Ensure(context.Background(), site.options(t.TempDir(), &notices))
+	require.NoError(t, err)
+	assert.Equal(t, "downloaded", b.Source)
+	assert.Equal(t, 2, site.count(a.SumPath))
+}
+
+func TestUnreachableReleaseSiteIsOneLine(t *testing.T) {
+	var notices []string
+	opts := Options{CacheDir: t.TempDir(), Mirror: "http://release-site.invalid/", Go: "/nonexistent/go", goos: "linux", arch: "amd64",
+		Notice: func(l string) { notices = append(notices, l) }}
+	_, err := Ensure(context.Background(), opts)
+	require.Error(t, err)
+	require.Len(t, notices, 1)
+	assert.Regexp(t, `^download of kube-apiserver v1\.37\.2 failed \(no route to release-site\.invalid: [^\n]+\): building from the Go module proxy instead, 12-20 min$`, notices[0])
+	assertNothingHalfDone(t, opts.CacheDir)
+}
