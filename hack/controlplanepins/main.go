@@ -33,13 +33,14 @@ func main() {
 	if len(os.Args) > 1 {
 		out = os.Args[1]
 	}
-	if err := run(out); err != nil {
+	if err := run(controlplane.DefaultMirror, out); err != nil {
 		fmt.Fprintln(os.Stderr, "controlplanepins:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string) error {
+// run pins what site serves (the release sites; a test's server).
+func run(site, out string) error {
 	client := &http.Client{Timeout: 10 * time.Minute}
 	v := controlplane.DefaultVersions()
 	pins := map[string]string{}
@@ -49,12 +50,12 @@ func run(out string) error {
 			return err
 		}
 		for _, a := range arts {
-			sum, err := published(client, a)
+			sum, err := published(client, site, a)
 			if err == errNoChecksumFile {
 				// kwok: only here is the file itself hashed; an
 				// unreachable checksum elsewhere is an error.
 				fmt.Fprintf(os.Stderr, "%s: no checksum published; hashing the file itself\n", a.Path)
-				sum, err = hashOf(client, controlplane.DefaultMirror+a.Path)
+				sum, err = hashOf(client, site+a.Path)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Path, err)
@@ -74,10 +75,10 @@ func run(out string) error {
 package controlplane
 
 // pinnedSHA256 is the sha256 of each release artifact (keyed by its Path)
-// for %s, etcd %s and kwok %s, copied from the checksums the releases
-// publish (kwok publishes none: hashed from the file when generated). A pin
-// is checked instead of a checksum file; an artifact with neither is never
-// downloaded.
+// of Kubernetes %s, etcd %s and kwok %s, copied from the checksums
+// the releases publish (kwok publishes none: hashed from the file when
+// generated). A pin is checked instead of a checksum file; an artifact with
+// neither is never downloaded.
 var pinnedSHA256 = map[string]string{
 `, v.Kubernetes, v.Etcd, v.Kwok)
 	for _, k := range keys {
@@ -94,8 +95,8 @@ var pinnedSHA256 = map[string]string{
 var errNoChecksumFile = errors.New("no checksum file")
 
 // published reads the checksum file the release puts beside a.
-func published(client *http.Client, a controlplane.Artifact) (string, error) {
-	resp, err := client.Get(controlplane.DefaultMirror + a.SumPath)
+func published(client *http.Client, site string, a controlplane.Artifact) (string, error) {
+	resp, err := client.Get(site + a.SumPath)
 	if err != nil {
 		return "", err
 	}
