@@ -200,7 +200,7 @@ func (d *downloader) fetch(ctx context.Context, a Artifact, file string) error {
 	label := a.Component + " " + a.Version
 	var shown time.Time
 	d.report("downloading %s", label)
-	return d.retry(ctx, func() error {
+	err = d.retry(ctx, func() error {
 		offset, err := f.Seek(0, io.SeekEnd)
 		if err != nil {
 			return err
@@ -218,6 +218,12 @@ func (d *downloader) fetch(ctx context.Context, a Artifact, file string) error {
 			}
 		})
 	})
+	if err != nil {
+		return err
+	}
+	// On disk before bin is renamed into place: a power cut must not
+	// leave a verified name on unwritten bytes.
+	return f.Sync()
 }
 
 // retry runs attempt up to downloadAttempts times, pausing a little longer
@@ -402,6 +408,10 @@ func extract(archive, member, dst string) error {
 			return err
 		}
 		if _, err := io.Copy(out, tr); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Sync(); err != nil {
 			out.Close()
 			return err
 		}
