@@ -1,5 +1,7 @@
 # labctl — see README.md. Every target works on a fresh machine with Go 1.26
-# and the Go module proxy; nothing is downloaded from elsewhere.
+# and the Go module proxy (controlplane downloads release binaries when it
+# can reach them, and builds them otherwise); controlplane-pins alone needs
+# dl.k8s.io and github.com.
 GO        ?= go
 BIN       ?= bin/labctl
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -8,7 +10,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # into $XDG_CACHE_HOME/labctl/controlplane and reused.
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build test unit integration operator-test lint bench demo controlplane clean
+.PHONY: all build test unit integration operator-test lint bench demo controlplane controlplane-pins clean
 
 all: build
 
@@ -18,6 +20,9 @@ build: ## build bin/labctl
 controlplane: build ## build (or find) the local control-plane binaries; prints their directory
 	@$(BIN) controlplane build --print-dir > .controlplane-dir
 	@cat .controlplane-dir
+
+controlplane-pins: ## pin the sha256 of the release binaries labctl downloads (needs dl.k8s.io and github.com); review and commit
+	$(GO) run ./hack/controlplanepins internal/controlplane/pins.go
 
 test: controlplane ## everything: unit + integration tests of labctl, then the reference operator's
 	LABCTL_BIN_DIR=$$(cat .controlplane-dir) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...

@@ -41,12 +41,28 @@ type Options struct {
 	Progress func(format string, args ...any)
 	// Log receives the go command's output (may be nil).
 	Log io.Writer
+	// FromSource skips the download and builds from the Go module proxy
+	// (--from-source: offline machines, or to not trust a release site).
+	FromSource bool
+	// Mirror is the root of a copy of the release sites (--mirror); empty:
+	// $LABCTL_CONTROLPLANE_MIRROR, else the sites themselves.
+	Mirror string
+	// Notice receives the one line saying why labctl builds after all
+	// (the download was impossible); nil: Progress gets it.
+	Notice func(line string)
+
+	// For tests: checksums instead of pinnedSHA256, a shorter stall bound,
+	// and the platform whose release binaries are fetched.
+	pins        map[string]string
+	idleTimeout time.Duration
+	goos, arch  string
 }
 
 // Ensure returns a complete set of binaries: --bin-dir, then
 // KUBEBUILDER_ASSETS when it holds every component, then the cache, else it
-// builds them (minutes on a cold machine; seconds to relink when Go's build
-// cache is warm).
+// downloads the official release binaries, checksum-verified (seconds),
+// else builds them (minutes on a cold machine; seconds to relink when Go's
+// build cache is warm).
 func Ensure(ctx context.Context, opts Options) (*Binaries, error) {
 	if opts.BinDir != "" {
 		if missing := Missing(opts.BinDir); len(missing) > 0 {
@@ -77,7 +93,7 @@ func Ensure(ctx context.Context, opts Options) (*Binaries, error) {
 		return nil, classify(err, "cannot create the cache directory "+root)
 	}
 	// Several labctl processes (parallel test packages, two terminals) may
-	// want the binaries at once: one builds, the others wait for it.
+	// want the binaries at once: one downloads or builds, the others wait.
 	unlock, err := lockFile(ctx, filepath.Join(root, ".lock"))
 	if err != nil {
 		return nil, err
@@ -85,6 +101,22 @@ func Ensure(ctx context.Context, opts Options) (*Binaries, error) {
 	defer unlock()
 	if len(Missing(bin)) == 0 {
 		return &Binaries{Dir: bin, Source: "cache"}, nil
+	}
+	if !opts.FromSource {
+		err := download(ctx, opts, root)
+		if err == nil {
+			return &Binaries{Dir: bin, Source: "downloaded"}, nil
+		}
+		var failed *downloadFailed
+		if !errors.As(err, &failed) {
+			return nil, err
+		}
+		line := failed.reason + ": building from the Go module proxy instead, 12-20 min"
+		if opts.Notice != nil {
+			opts.Notice(line)
+		} else if opts.Progress != nil {
+			opts.Progress("%s", line)
+		}
 	}
 	b := &builder{opts: opts, root: root}
 	if err := b.build(ctx); err != nil {

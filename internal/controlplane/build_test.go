@@ -74,13 +74,13 @@ func TestBinDirMustBeComplete(t *testing.T) {
 func TestKubebuilderAssetsAreUsedOnlyWhenComplete(t *testing.T) {
 	full := fakeBinDir(t, Components...)
 	t.Setenv("KUBEBUILDER_ASSETS", full)
-	b, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: "/nonexistent/go"})
+	b, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: "/nonexistent/go", FromSource: true})
 	require.NoError(t, err)
 	assert.Equal(t, "KUBEBUILDER_ASSETS", b.Source)
 
 	// envtest's usual assets (etcd + apiserver only) are not enough: build.
 	t.Setenv("KUBEBUILDER_ASSETS", fakeBinDir(t, "etcd", "kube-apiserver"))
-	_, err = Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: "/nonexistent/go"})
+	_, err = Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: "/nonexistent/go", FromSource: true})
 	require.Error(t, err)
 }
 
@@ -99,7 +99,7 @@ func TestCachedBinariesAreReused(t *testing.T) {
 
 func TestMissingGoToolchain(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", "")
-	_, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: "/nonexistent/go"})
+	_, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: "/nonexistent/go", FromSource: true})
 	require.Error(t, err)
 	assert.Equal(t, userr.ExitEnvironment, userr.Code(err))
 	msg := userr.Message(err)
@@ -117,7 +117,7 @@ func fakeGo(t *testing.T, script string) string {
 func TestProxyRefusalIsReported(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", "")
 	goCmd := fakeGo(t, `echo 'go: k8s.io/kubernetes@v1.37.2: reading https://proxy.example/k8s.io/kubernetes/@v/v1.37.2.info: 403 Forbidden' >&2; exit 1`)
-	_, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: goCmd})
+	_, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: goCmd, FromSource: true})
 	require.Error(t, err)
 	assert.Equal(t, userr.ExitEnvironment, userr.Code(err))
 	msg := userr.Message(err)
@@ -135,7 +135,7 @@ func TestDiskFullWhileBuilding(t *testing.T) {
   list) echo a; echo b; exit 0 ;;
   build) echo 'compile: writing output: write $WORK/b001/_pkg_.a: no space left on device' >&2; exit 1 ;;
 esac`)
-	_, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: goCmd})
+	_, err := Ensure(context.Background(), Options{CacheDir: t.TempDir(), Go: goCmd, FromSource: true})
 	require.Error(t, err)
 	assert.Equal(t, userr.ExitEnvironment, userr.Code(err))
 	msg := userr.Message(err)
@@ -154,7 +154,7 @@ func TestBuildFailureShowsTheLastLines(t *testing.T) {
   build) echo 'k8s.io/foo' >&2; echo './x.go:1:1: undefined: Bar' >&2; exit 1 ;;
 esac`)
 	cache := t.TempDir()
-	_, err := Ensure(context.Background(), Options{CacheDir: cache, Go: goCmd})
+	_, err := Ensure(context.Background(), Options{CacheDir: cache, Go: goCmd, FromSource: true})
 	require.Error(t, err)
 	assert.Contains(t, userr.Message(err), "undefined: Bar")
 	assert.NotEmpty(t, Missing(filepath.Join(cache, DefaultVersions().Key(), "bin")), "nothing half-built is installed")

@@ -1,8 +1,11 @@
 // Package controlplane provides the Kubernetes control-plane binaries the
 // local provider runs: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler and kwok. Nothing can be downloaded as a release, so it
-// builds them from the Go module proxy as ONE multi-call binary, once per
-// version, into the user's cache; prebuilt binaries are used when given.
+// kube-scheduler and kwok. Online it downloads the official release
+// binaries of the pinned versions, checksum-verified (seconds); where that
+// is impossible (offline, a missing checksum, another OS) it builds them
+// from the Go module proxy as ONE multi-call binary (minutes). Either way
+// once per version, into the user's cache; prebuilt binaries are used when
+// given.
 package controlplane
 
 import (
@@ -32,8 +35,8 @@ func (v Versions) Key() string { return v.Kubernetes + "-etcd" + v.Etcd + "-kwok
 // Binaries is a directory with one executable (or symlink) per component.
 type Binaries struct {
 	Dir string
-	// Source says where they came from: "cache", "built", "--bin-dir",
-	// "KUBEBUILDER_ASSETS".
+	// Source says where they came from: "cache", "downloaded", "built",
+	// "--bin-dir", "KUBEBUILDER_ASSETS".
 	Source string
 }
 

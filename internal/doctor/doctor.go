@@ -448,10 +448,10 @@ func checkBinaries(o *Options) Probe {
 		return c
 	}
 	c.Status = Warn
-	c.Detail = "not built yet (only the local provider needs them)"
+	c.Detail = "not downloaded or built yet (only the local provider needs them)"
 	if len(missing) < len(controlplane.Components) {
 		c.Detail = "incomplete in " + bin + ": missing " + strings.Join(missing, ", ")
 	}
-	c.Fix = "`labctl controlplane build` builds them once (15-20 minutes on 2 cores, about 6 GB)"
+	c.Fix = "`labctl controlplane build` downloads them once (seconds online), or offline builds them (15-20 minutes on 2 cores, about 6 GB)"
 	return c
 }

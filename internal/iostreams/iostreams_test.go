@@ -91,3 +91,14 @@ func TestLongStepPrintsProgressWhenPiped(t *testing.T) {
 	step.Done()
 	close(got)
 }
+
+func TestStepNoteStaysAsALine(t *testing.T) {
+	s, _, errOut := Test(false)
+	st := s.StartStep("Control-plane binaries")
+	st.Note("download of etcd v3.7.3 failed (404 Not Found): building instead")
+	st.Done("built")
+	lines := strings.Split(strings.TrimRight(errOut.String(), "\n"), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, "  download of etcd v3.7.3 failed (404 Not Found): building instead", lines[0])
+	assert.Contains(t, lines[1], "Control-plane binaries — built")
+}

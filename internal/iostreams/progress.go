@@ -52,6 +52,19 @@ func (st *Step) Update(format string, args ...any) {
 	}
 }
 
+// Note prints a line that must stay on screen while the step goes on (why
+// a fast path was not taken): above the spinner on a terminal, as a plain
+// line otherwise.
+func (st *Step) Note(line string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	clear := ""
+	if st.s.errTTY {
+		clear = "\r\033[K"
+	}
+	fmt.Fprintf(st.s.ErrOut, "%s  %s\n", clear, st.s.Styles().Warning.Render(line))
+}
+
 // ProgressEvery is how often a long step prints a line when stderr is not
 // a terminal (a CI log, `2>file`): a 15-minute build must not look hung.
 var ProgressEvery = 30 * time.Second

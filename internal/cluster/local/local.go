@@ -213,7 +213,7 @@ func (p *Provider) binaries(ctx context.Context, s *iostreams.IOStreams, step *i
 	if p.Binaries != nil && binDir == "" {
 		return p.Binaries(ctx, s)
 	}
-	return controlplane.Ensure(ctx, controlplane.Options{BinDir: binDir, Progress: step.Update})
+	return controlplane.Ensure(ctx, controlplane.Options{BinDir: binDir, Progress: step.Update, Notice: step.Note})
 }
 
 func (p *Provider) prepare(dir string) error {
