@@ -76,11 +76,14 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 		ts := report.TaskScore{ID: lt.ID, Points: lt.Points, Status: report.Skipped}
 		if rt := byID[lt.ID]; rt != nil {
 			ts.Status = report.TaskStatus(rt.Checks)
-			var gateFailed *report.CheckResult
+			var gateFailed, firstSkipped *report.CheckResult
 			for _, c := range rt.Checks {
 				switch {
 				case c.Status == report.Skipped:
 					ts.Skipped++
+					if firstSkipped == nil {
+						firstSkipped = c
+					}
 					continue
 				case c.Status.Passed():
 					ts.Passed++
@@ -92,7 +95,9 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 			switch {
 			case ts.Checks == 0:
 				if ts.Skipped > 0 {
-					ts.Reason = "No points: none of the task's checks could run here."
+					// Say why (e.g. "not run: gate 3.2 … failed"): the
+					// points were lost where that gate's task is charged.
+					ts.Reason = fmt.Sprintf("No points: none of the task's checks could run here (%s).", firstSkipped.Message)
 				}
 			case credit == CreditTasks:
 				if ts.Status.Passed() {

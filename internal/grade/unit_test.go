@@ -220,3 +220,23 @@ func TestSkippedCheckKeepsThePoints(t *testing.T) {
 	require.Zero(t, tasks[0].Score)
 	require.Contains(t, tasks[0].Reason, "could run")
 }
+
+// A check stopped by a gate in another task is a skip: the task is judged
+// on the checks that ran, under either credit, as verify judges it; a task
+// with nothing left to judge earns nothing and names the gate.
+func TestChecksBehindAFailedGateCostNothing(t *testing.T) {
+	lab := scoringLab()
+	checks := checkSet(map[string]report.Result{
+		"ready": report.Pass, "children": report.Pass, "a": report.Pass, "b": report.Skipped, "c": report.Skipped,
+	})
+	checks["b"].Message = `not run: gate 2 "check ready" failed`
+	checks["c"].Message = checks["b"].Message
+	rep := reportOf(lab, checks)
+	for _, credit := range grade.Credits {
+		tasks, _ := grade.Score(lab, rep, credit)
+		require.Equal(t, 10.0, tasks[0].Score, credit)
+		require.Equal(t, float64(rep.Tasks[0].Score), tasks[0].Score, "verify and grade agree (%s)", credit)
+		require.Equal(t, report.Skipped, tasks[2].Status, credit)
+		require.Contains(t, tasks[2].Reason, `gate 2 "check ready" failed`, credit)
+	}
+}
