@@ -38,11 +38,16 @@ type Report struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Operator is the identity of the operator under test; Project its
 	// source directory (for source checks).
-	Operator string    `json:"operator,omitempty"`
-	Project  string    `json:"project,omitempty"`
-	Started  time.Time `json:"started"`
-	Duration Duration  `json:"duration"`
-	Status   Result    `json:"status"`
+	Operator string `json:"operator,omitempty"`
+	// OperatorProject is the kubebuilder project (PROJECT's projectName)
+	// of the operator judged, and OperatorDir the directory it was built
+	// from: with several operators on one cluster, the one chosen.
+	OperatorProject string    `json:"operatorProject,omitempty"`
+	OperatorDir     string    `json:"operatorDir,omitempty"`
+	Project         string    `json:"project,omitempty"`
+	Started         time.Time `json:"started"`
+	Duration        Duration  `json:"duration"`
+	Status          Result    `json:"status"`
 	// WriteLatency is the median write round trip measured at the start
 	// (timeouts stretch when it is slow); 0 when not measured.
 	WriteLatency Duration `json:"writeLatency,omitempty"`
