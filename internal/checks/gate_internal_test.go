@@ -33,8 +33,8 @@ func verdictStep(id, task string, status report.Result, gate bool) labs.Step {
 }
 
 // A failed gate stops the steps after it, and they are skips that name
-// the gate (they could not run: they neither earn nor cost), not errors
-// that would cost their tasks the points of checks that did run.
+// the gate (they could not run), not errors: their task is not judged,
+// and the mistake is charged once, to the gate's task.
 func TestFailedGateSkipsWhatFollowsAndNamesIt(t *testing.T) {
 	lab := &labs.Lab{ID: "lab-t", Tasks: []labs.Task{{ID: "1", Points: 10}, {ID: "2", Points: 20}}}
 	sc := &labs.Scenario{Name: "s", Steps: []labs.Step{
@@ -51,6 +51,9 @@ func TestFailedGateSkipsWhatFollowsAndNamesIt(t *testing.T) {
 	require.Equal(t, report.Fail, got["ready"].Status)
 	require.Equal(t, report.Skipped, got["after"].Status)
 	require.Equal(t, `not run: gate 1 "check ready" failed`, got["after"].Message)
-	// Task 2 is judged on the check that ran: it passes.
-	require.Equal(t, report.Pass, report.TaskStatus([]*report.CheckResult{got["before"], got["after"]}))
+	require.Equal(t, "ready", got["after"].BlockedBy)
+	require.Empty(t, got["before"].BlockedBy)
+	// Task 2 is not judged (its evidence after the gate was not taken),
+	// rather than failed or errored.
+	require.Equal(t, report.Skipped, report.TaskStatus([]*report.CheckResult{got["before"], got["after"]}))
 }

@@ -221,22 +221,29 @@ func TestSkippedCheckKeepsThePoints(t *testing.T) {
 	require.Contains(t, tasks[0].Reason, "could run")
 }
 
-// A check stopped by a gate in another task is a skip: the task is judged
-// on the checks that ran, under either credit, as verify judges it; a task
-// with nothing left to judge earns nothing and names the gate.
-func TestChecksBehindAFailedGateCostNothing(t *testing.T) {
+// A check stopped by a gate in another task is a skip, not an error: its
+// task is not judged (no points, as verify decides it, under either
+// credit: the checks that ran could be absences an idle operator passes)
+// and says which gate stopped it; the mistake is charged to the gate's task.
+// An ordinary skip (no audit log here) still costs nothing.
+func TestChecksBehindAFailedGateAreNotJudged(t *testing.T) {
 	lab := scoringLab()
 	checks := checkSet(map[string]report.Result{
-		"ready": report.Pass, "children": report.Pass, "a": report.Pass, "b": report.Skipped, "c": report.Skipped,
+		"ready": report.Fail, "children": report.Skipped, "a": report.Pass, "b": report.Skipped, "c": report.Skipped,
 	})
-	checks["b"].Message = `not run: gate 2 "check ready" failed`
-	checks["c"].Message = checks["b"].Message
+	for _, id := range []string{"children", "b"} {
+		checks[id].Message, checks[id].BlockedBy = `not run: gate 2 "check ready" failed`, "ready"
+	}
 	rep := reportOf(lab, checks)
 	for _, credit := range grade.Credits {
-		tasks, _ := grade.Score(lab, rep, credit)
-		require.Equal(t, 10.0, tasks[0].Score, credit)
+		tasks, total := grade.Score(lab, rep, credit)
+		require.Equal(t, report.Skipped, tasks[0].Status, credit)
+		require.Zero(t, tasks[0].Score, credit)
 		require.Equal(t, float64(rep.Tasks[0].Score), tasks[0].Score, "verify and grade agree (%s)", credit)
-		require.Equal(t, report.Skipped, tasks[2].Status, credit)
-		require.Contains(t, tasks[2].Reason, `gate 2 "check ready" failed`, credit)
+		require.Contains(t, tasks[0].Reason, `gate 2 "check ready" failed`, credit)
+		require.Equal(t, report.Fail, tasks[1].Status, "the gate's task is charged (%s)", credit)
+		require.Zero(t, total, credit)
 	}
+	require.Equal(t, report.Skipped, rep.Tasks[0].Status)
+	require.Equal(t, 1, rep.Summary.Failed, "one mistake, one failed task")
 }
