@@ -140,7 +140,6 @@ var mutants = []struct {
 	{"finalizer-never-removed", "lab-4.2", []string{"3.4", "4.2", "5.2"}},
 	{"cleanup-failure-silent", "lab-4.2", []string{"4.2"}},
 	{"cleanup-not-idempotent", "lab-4.2", []string{"4.2"}},
-	{"cleanup-deletes-volume", "lab-4.2", nil}, // the text never mentions the volume: a warning (see warnings)
 	{"statefulset-delete-filtered", "lab-4.3", []string{"1.2"}},
 	{"no-secret-watch", "lab-4.3", []string{"2.2"}},
 	{"no-image-index", "lab-4.3", []string{"3.1"}},
@@ -203,8 +202,7 @@ var diagnoses = map[string]struct{ task, says string }{
 // warnings: for some mutants, the tasks that pass with a warning (a bug
 // the lab text itself contains: a policy can make it fail).
 var warnings = map[string][]string{
-	"missing-field-index":    {"5.1"},
-	"cleanup-deletes-volume": {"3.4"},
+	"missing-field-index": {"5.1"},
 }
 
 // courseVariants are the reference changed to behave as the course's own
