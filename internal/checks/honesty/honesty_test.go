@@ -406,10 +406,11 @@ func testVerifyCommand(t *testing.T) {
 
 	course, err := filepath.Abs(filepath.Join("..", "testdata", "course"))
 	require.NoError(t, err)
+	// The course's own lookup without an index (B3, verbatim in the lab
+	// text) warns, with the evidence; `grade --policy` can fail it.
 	out, err = run("lab-3.4", "--task", "5.1", "--project", course)
-	require.Error(t, err)
-	assert.Equal(t, userr.ExitChecks, userr.Code(err))
-	assert.Contains(t, out, "✗ 5.1")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "! 5.1")
 	assert.Contains(t, out, "findDatabasesByOwner")
 
 	// A Hello World lab against the Database operator says what to run.
