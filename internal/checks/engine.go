@@ -114,6 +114,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if o.Operator != nil {
 		rep.Operator = o.Operator.Identity
+		rep.OperatorProject, rep.OperatorDir = o.Operator.ProjectName, o.Operator.ProjectDir
 	}
 
 	scenarios := r.selectScenarios()

@@ -107,6 +107,22 @@ func TestWatchChecks(t *testing.T) {
 		assert.Equal(t, report.Fail, out.Status)
 		assert.Contains(t, out.Message, `no index on "spec.image"`)
 	})
+	// Lab 3.4's owner lookup without its index is lab 3.4's defect (its
+	// task 5.1 fails for it): lab 4.3, asking for the spec.image index,
+	// notes it and passes, so the one defect is charged once.
+	t.Run("another lab's key without an index", func(t *testing.T) {
+		code := watchSetup + `
+func (r *DatabaseReconciler) findDatabasesByOwner(ctx context.Context, owner string) error {
+	return r.List(ctx, &databasev1.DatabaseList{}, client.MatchingFields{".metadata.ownerReferences[0].name": owner})
+}
+`
+		c := writeProject(t, code)
+		out := runCheck(t, c, "field-index", imageIndex)
+		assert.Equal(t, report.Pass, out.Status, out.Message)
+		assert.Contains(t, strings.Join(out.Notes, "\n"), ".metadata.ownerReferences[0].name")
+		// Lab 3.4's check, on every key, still fails it.
+		assert.Equal(t, report.Fail, runCheck(t, c, "field-index", `{"list":"DatabaseList"}`).Status)
+	})
 	t.Run("index never queried", func(t *testing.T) {
 		code := strings.Replace(watchSetup, `client.MatchingFields{"spec.image": image}`, `client.MatchingFields{"spec.databaseName": image}`, 1)
 		code = strings.Replace(code, "return err\n\t}\n\treturn ctrl", "return err\n\t}\n\t_ = mgr.GetFieldIndexer().IndexField(ctx, &databasev1.Database{}, \"spec.databaseName\", nil)\n\treturn ctrl", 1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,10 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 	s := &scenario{r: r, sc: sc, marks: map[string]time.Time{}, deleted: map[string]types.UID{}, recorders: map[string]*recorder{}}
 	rctx, stopRecording := context.WithCancel(ctx)
 	defer stopRecording()
+	// blocked says why the rest of the scenario cannot run; a failed gate
+	// makes it a skip (gateFailed), an action that failed an error.
 	var blocked string
+	gateFailed := "" // the ID of the failed gate, if that is what blocks
 	for _, ref := range sc.Record {
 		rec, err := s.record(rctx, ref)
 		if err != nil {
@@ -73,10 +77,12 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 		start := time.Now()
 		outs := make([]Outcome, len(group))
 		ends := make([]time.Time, len(group))
+		behindGate := make([]bool, len(group))
 		var wg sync.WaitGroup
 		for g, st := range group {
 			if blocked != "" {
-				outs[g], ends[g] = Outcome{Status: report.Error, Message: notRun + blocked}, time.Now()
+				outs[g], ends[g] = blockedOutcome(blocked, gateFailed), time.Now()
+				behindGate[g] = gateFailed != ""
 				continue
 			}
 			wg.Add(1)
@@ -90,13 +96,34 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 		for g, st := range group {
 			c := r.toCheck(ctx, st, outs[g])
 			c.Scenario = sc.Name
+			if behindGate[g] {
+				c.BlockedBy = gateFailed
+			}
 			c.Duration = report.Duration(ends[g].Sub(start))
-			if st.Gate && !c.Status.Passed() && c.Status != report.Skipped {
-				blocked = fmt.Sprintf("%s did not pass", st.ID)
+			if st.Gate && !c.Status.Passed() && c.Status != report.Skipped && blocked == "" {
+				blocked, gateFailed = gateBlock(st, r.o.Lang), st.ID
 			}
 			collect(c)
 		}
 	}
+}
+
+// gateBlock says which gate stopped the steps after it: its task(s) and
+// title, so a student sees what to fix first.
+func gateBlock(gate *labs.Step, lang string) string {
+	return fmt.Sprintf("gate %s %q failed", strings.Join(gate.Tasks, ","), gate.Title.In(lang))
+}
+
+// blockedOutcome is the result of an assertion that did not run. Behind a
+// failed gate it is a skip: it could not run, so it is not charged as an
+// error (the gate's own failure is charged to the gate's task, once), and
+// its task is not judged (report.TaskStatus). Behind an action that failed
+// it is an error: nothing else explains the failure.
+func blockedOutcome(blocked, gateFailed string) Outcome {
+	if gateFailed != "" {
+		return Outcome{Status: report.Skipped, Message: notRun + blocked}
+	}
+	return Outcome{Status: report.Error, Message: notRun + blocked}
 }
 
 // act runs an action step.

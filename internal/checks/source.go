@@ -689,6 +689,14 @@ func runFieldIndex(_ context.Context, c *Context, params any) Outcome {
 		}
 		missing = append(missing, fmt.Sprintf("%q in %s (%s)", key, u.fn, proj.pos(u.node)))
 	}
+	// With a field named, the task asks for that index only: another key
+	// without one (lab 3.4's owner index, missing) is that lab's defect,
+	// charged there; here it is a note, not a second failure.
+	var notes []string
+	if p.Field != "" && len(missing) > 0 {
+		notes = append(notes, "not judged here (another lab's task): client.MatchingFields without an index: "+strings.Join(missing, "; "))
+		missing = nil
+	}
 	if len(missing) > 0 {
 		var have []string
 		for _, ix := range indexes {
@@ -705,8 +713,12 @@ func runFieldIndex(_ context.Context, c *Context, params any) Outcome {
 	}
 	if p.Field != "" {
 		if out, ok := fieldIndexedAndQueried(p.Field, indexed, uses); !ok {
+			out.Notes = append(out.Notes, notes...)
 			return out
 		}
+		out := pass("%q is indexed with IndexField and queried with client.MatchingFields", p.Field)
+		out.Notes = notes
+		return out
 	}
 	return pass("every client.MatchingFields key has an index registered with IndexField: %s", strings.Join(uniq(fine), ", "))
 }

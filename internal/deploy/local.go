@@ -25,6 +25,7 @@ import (
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/satoken"
 	"github.com/labctl/labctl/internal/supervise"
@@ -293,13 +294,20 @@ func operatorFor(p *Project, rec localRecord, dir string) *operator.Operator {
 	}
 }
 
-// CurrentLocal returns the operator running on a local cluster, or an
-// error saying how to deploy one.
-func CurrentLocal(c *cluster.Cluster) (*operator.Operator, error) {
+// CurrentLocal returns the operator running on a local cluster that a
+// verification of projectDir, or of a lab built on the reference project
+// ref ("" = the Database operator), judges; or an error saying how to
+// deploy one. A course keeps one cluster across its modules, so several
+// operators may run: the one built from projectDir wins, then the one
+// whose kubebuilder project is ref's (the lab's), then the only one. Never
+// whichever sorts first: with the hello-world and the postgres operators
+// both running, that judged the wrong one's ServiceAccount.
+func CurrentLocal(c *cluster.Cluster, projectDir, ref string) (*operator.Operator, error) {
 	entries, err := os.ReadDir(operatorsDir(c))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
+	var running []*operator.Operator
 	for _, e := range entries {
 		dir := filepath.Join(operatorsDir(c), e.Name())
 		raw, err := os.ReadFile(filepath.Join(dir, "operator.json"))
@@ -313,9 +321,49 @@ func CurrentLocal(c *cluster.Cluster) (*operator.Operator, error) {
 		if !supervised(dir) {
 			continue
 		}
-		return operatorFor(&Project{Dir: rec.ProjectDir, Name: rec.Name}, rec, dir), nil
+		running = append(running, operatorFor(&Project{Dir: rec.ProjectDir, Name: rec.Name}, rec, dir))
+	}
+	if op := pickOperator(running, projectDir, ref); op != nil {
+		return op, nil
 	}
 	return nil, userr.New(fmt.Sprintf("no operator is running on cluster %q", c.Name), "run `labctl up` (or `labctl up --project DIR`) first")
+}
+
+// pickOperator chooses among the running operators (see CurrentLocal);
+// nil when none runs. With several and none of projectDir or of ref's
+// project, the first: verify then warns that it belongs to another lab.
+func pickOperator(running []*operator.Operator, projectDir, ref string) *operator.Operator {
+	if len(running) == 0 {
+		return nil
+	}
+	if projectDir != "" {
+		want := cleanDir(projectDir)
+		for _, op := range running {
+			if op.ProjectDir != "" && cleanDir(op.ProjectDir) == want {
+				return op
+			}
+		}
+	}
+	if r, err := reference.Lookup(ref); err == nil && r.ProjectName != "" {
+		for _, op := range running {
+			if op.ProjectName == r.ProjectName {
+				return op
+			}
+		}
+	}
+	return running[0]
+}
+
+// cleanDir is dir made absolute with its symbolic links resolved, for
+// comparing two spellings of one directory.
+func cleanDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return filepath.Clean(dir)
 }
 
 // StopLocal stops every operator labctl runs on a local cluster.

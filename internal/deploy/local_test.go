@@ -18,6 +18,7 @@ import (
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/proc"
+	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/testcluster"
 	"github.com/labctl/labctl/internal/userr"
 )
@@ -77,7 +78,7 @@ spec: {image: "postgres:14", replicas: 1, databaseName: mydb, username: admin, s
 	require.NoError(t, err)
 	assert.Contains(t, string(logs), "Starting workers")
 
-	current, err := deploy.CurrentLocal(env.Cluster)
+	current, err := deploy.CurrentLocal(env.Cluster, "", "")
 	require.NoError(t, err)
 	assert.Equal(t, op.Identity, current.Identity)
 }
@@ -135,4 +136,33 @@ func TestNotAProject(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, userr.ExitUsage, userr.Code(err))
 	assert.Contains(t, userr.Message(err), "is not a kubebuilder project")
+}
+
+// The course keeps one cluster across its modules, so the hello-world and
+// the postgres operators may both run: the one judged is the lab's
+// project's (or --project's), never whichever sorts first.
+func TestCurrentLocalJudgesTheLabsOperator(t *testing.T) {
+	pg := runReference(t)
+	hp, err := deploy.ResolveProjectFor("", reference.Hello)
+	require.NoError(t, err)
+	s, _, errOut := iostreams.Test(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	hello, err := deploy.RunLocal(ctx, env.Cluster, hp, deploy.LocalOptions{Streams: s, TiedToParent: true})
+	require.NoError(t, err, errOut.String())
+	t.Cleanup(func() { _ = deploy.StopLocal(context.Background(), env.Cluster) })
+
+	for _, c := range []struct{ name, dir, ref, want string }{
+		{"a hello-world lab", "", reference.Hello, hello.Identity},
+		{"a Database lab", "", reference.Postgres, pg.Identity},
+		{"the default project", "", "", pg.Identity},
+		{"--project wins over the lab's project", hp.Dir, reference.Postgres, hello.Identity},
+	} {
+		got, err := deploy.CurrentLocal(env.Cluster, c.dir, c.ref)
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.want, got.Identity, c.name)
+	}
+	got, err := deploy.CurrentLocal(env.Cluster, "", reference.Hello)
+	require.NoError(t, err)
+	assert.Equal(t, "hello-world-operator", got.ProjectName)
 }

@@ -35,9 +35,9 @@ func (a AsProcess) Run(ctx context.Context, c *cluster.Cluster, dir string, o cl
 }
 
 // Current implements cluster.OperatorRunner: the cluster's state dir
-// records which project runs.
-func (AsProcess) Current(_ context.Context, c *cluster.Cluster, _, _ string) (*operator.Operator, error) {
-	return CurrentLocal(c)
+// records which projects run; the one of dir, else of ref, is chosen.
+func (AsProcess) Current(_ context.Context, c *cluster.Cluster, dir, ref string) (*operator.Operator, error) {
+	return CurrentLocal(c, dir, ref)
 }
 
 // Stop implements cluster.OperatorRunner.

@@ -69,7 +69,7 @@ func TestRedeployStartsTheNewManagerThenSwaps(t *testing.T) {
 	msg := userr.Message(err)
 	assert.Regexp(t, `^the manager did not become ready: no ready answer on http://127\.0\.0\.1:\d+/readyz within 20s; its log says: INFO setup waiting for something that never comes \(the operator deployed before keeps running\): see .*/tiny\.next/manager\.log`, msg)
 	assert.Equal(t, first, supervisors(t), "the hung manager is stopped; the working one was never touched")
-	current, err := deploy.CurrentLocal(env.Cluster)
+	current, err := deploy.CurrentLocal(env.Cluster, "", "")
 	require.NoError(t, err)
 	assert.Equal(t, "tiny", current.ProjectName)
 

@@ -76,11 +76,17 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 		ts := report.TaskScore{ID: lt.ID, Points: lt.Points, Status: report.Skipped}
 		if rt := byID[lt.ID]; rt != nil {
 			ts.Status = report.TaskStatus(rt.Checks)
-			var gateFailed *report.CheckResult
+			var gateFailed, firstSkipped, blocked *report.CheckResult
 			for _, c := range rt.Checks {
 				switch {
 				case c.Status == report.Skipped:
 					ts.Skipped++
+					if firstSkipped == nil {
+						firstSkipped = c
+					}
+					if c.BlockedBy != "" && blocked == nil {
+						blocked = c
+					}
 					continue
 				case c.Status.Passed():
 					ts.Passed++
@@ -92,8 +98,14 @@ func Score(lab *labs.Lab, rep *report.Report, credit Credit) (tasks []report.Tas
 			switch {
 			case ts.Checks == 0:
 				if ts.Skipped > 0 {
-					ts.Reason = "No points: none of the task's checks could run here."
+					// Say why (e.g. "not run: gate 3.2 … failed"): the
+					// points were lost where that gate's task is charged.
+					ts.Reason = fmt.Sprintf("No points: none of the task's checks could run here (%s).", firstSkipped.Message)
 				}
+			case blocked != nil && !ts.Status.Passed():
+				// Not judged: a failed gate kept part of its evidence
+				// from being taken (see report.TaskStatus).
+				ts.Reason = fmt.Sprintf("No points: not judged, %s.", blocked.Message)
 			case credit == CreditTasks:
 				if ts.Status.Passed() {
 					ts.Score = float64(lt.Points)

@@ -220,3 +220,30 @@ func TestSkippedCheckKeepsThePoints(t *testing.T) {
 	require.Zero(t, tasks[0].Score)
 	require.Contains(t, tasks[0].Reason, "could run")
 }
+
+// A check stopped by a gate in another task is a skip, not an error: its
+// task is not judged (no points, as verify decides it, under either
+// credit: the checks that ran could be absences an idle operator passes)
+// and says which gate stopped it; the mistake is charged to the gate's task.
+// An ordinary skip (no audit log here) still costs nothing.
+func TestChecksBehindAFailedGateAreNotJudged(t *testing.T) {
+	lab := scoringLab()
+	checks := checkSet(map[string]report.Result{
+		"ready": report.Fail, "children": report.Skipped, "a": report.Pass, "b": report.Skipped, "c": report.Skipped,
+	})
+	for _, id := range []string{"children", "b"} {
+		checks[id].Message, checks[id].BlockedBy = `not run: gate 2 "check ready" failed`, "ready"
+	}
+	rep := reportOf(lab, checks)
+	for _, credit := range grade.Credits {
+		tasks, total := grade.Score(lab, rep, credit)
+		require.Equal(t, report.Skipped, tasks[0].Status, credit)
+		require.Zero(t, tasks[0].Score, credit)
+		require.Equal(t, float64(rep.Tasks[0].Score), tasks[0].Score, "verify and grade agree (%s)", credit)
+		require.Contains(t, tasks[0].Reason, `gate 2 "check ready" failed`, credit)
+		require.Equal(t, report.Fail, tasks[1].Status, "the gate's task is charged (%s)", credit)
+		require.Zero(t, total, credit)
+	}
+	require.Equal(t, report.Skipped, rep.Tasks[0].Status)
+	require.Equal(t, 1, rep.Summary.Failed, "one mistake, one failed task")
+}

@@ -149,7 +149,11 @@ type Step struct {
 	// (the lab text does not require it, the course's solution files do).
 	Why *Text `json:"why,omitempty"`
 	// Gate stops the scenario when this assertion does not pass: the steps
-	// after it are reported as errors (not run) instead of cascading.
+	// after it are reported as skipped ("not run: gate <task> <title>
+	// failed") instead of cascading; they neither earn nor cost. So a gate
+	// asserts only what the steps after it stand on: anything else its task
+	// asks goes in a check of its own after it, which a mistake there
+	// fails alone.
 	Gate bool `json:"gate,omitempty"`
 	// Mark records the time just before the step runs, for later checks
 	// (e.g. audit records since the mark).

@@ -105,3 +105,21 @@ labs:
 	_, err = policy.Load(filepath.Join(t.TempDir(), "missing.yaml"))
 	assert.Equal(t, userr.ExitUsage, userr.Code(err))
 }
+
+// Lab 3.4's lookup without an index is the lab text's own bug (B3): a
+// warning by default, as B1 is; a policy can make it fail.
+func TestTextBugB3WarnsByDefaultAndAPolicyCanFailIt(t *testing.T) {
+	l34 := lab(t, "lab-3.4")
+	st := step(l34, "field-selector-indexed")
+	require.NotNil(t, st)
+	assert.Equal(t, "warn", st.Severity)
+	assert.Equal(t, "B3", st.Bug)
+	// The lookup itself, which the text asks for, still fails when missing.
+	assert.Empty(t, step(l34, "field-selector-lookup").Severity)
+
+	p, err := policy.Load(write(t, "name: strict B3\nlabs:\n  lab-3.4:\n    bugs: {B3: fail}\n"))
+	require.NoError(t, err)
+	strict, err := p.Apply(l34)
+	require.NoError(t, err)
+	assert.Empty(t, step(strict, "field-selector-indexed").Severity, "B3 is failed under this policy")
+}

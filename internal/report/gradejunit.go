@@ -84,7 +84,11 @@ func WriteGradebookJUnit(w io.Writer, g *Gradebook) error {
 				jc.Error = &junitMessage{Type: "error", Message: first, Text: text.String()}
 				suite.Errors++
 			case ts.Status == Skipped:
-				jc.Skipped = &junitMessage{Message: "no check of this task ran", Text: text.String()}
+				msg := "no check of this task ran"
+				if ts.Reason != "" { // e.g. which gate stopped it
+					msg = ts.Reason
+				}
+				jc.Skipped = &junitMessage{Message: msg, Text: text.String()}
 				suite.Skipped++
 			default:
 				jc.SystemOut = text.String()

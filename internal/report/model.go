@@ -38,11 +38,16 @@ type Report struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Operator is the identity of the operator under test; Project its
 	// source directory (for source checks).
-	Operator string    `json:"operator,omitempty"`
-	Project  string    `json:"project,omitempty"`
-	Started  time.Time `json:"started"`
-	Duration Duration  `json:"duration"`
-	Status   Result    `json:"status"`
+	Operator string `json:"operator,omitempty"`
+	// OperatorProject is the kubebuilder project (PROJECT's projectName)
+	// of the operator judged, and OperatorDir the directory it was built
+	// from: with several operators on one cluster, the one chosen.
+	OperatorProject string    `json:"operatorProject,omitempty"`
+	OperatorDir     string    `json:"operatorDir,omitempty"`
+	Project         string    `json:"project,omitempty"`
+	Started         time.Time `json:"started"`
+	Duration        Duration  `json:"duration"`
+	Status          Result    `json:"status"`
 	// WriteLatency is the median write round trip measured at the start
 	// (timeouts stretch when it is slow); 0 when not measured.
 	WriteLatency Duration `json:"writeLatency,omitempty"`
@@ -101,8 +106,11 @@ type CheckResult struct {
 	Notes []string `json:"notes,omitempty"`
 	// Hidden checks count, but a student's feedback withholds their
 	// title and evidence (a grading policy's choice).
-	Hidden   bool     `json:"hidden,omitempty"`
-	Duration Duration `json:"duration"`
+	Hidden bool `json:"hidden,omitempty"`
+	// BlockedBy is the ID of the failed gate that kept this check from
+	// running (it is then skipped: "not run: gate <task> <title> failed").
+	BlockedBy string   `json:"blockedBy,omitempty"`
+	Duration  Duration `json:"duration"`
 }
 
 // Finish computes each task's status and score from its checks, the
@@ -157,21 +165,29 @@ func (r *Report) AllPassed() bool {
 
 // TaskStatus folds check results: any failure fails the task; else any
 // error makes it an error; a task whose checks were all skipped is skipped
-// (not passed); else a warning warns.
+// (not passed), and so is a task with a check that a failed gate kept from
+// running: its evidence was not taken, so the checks that did run (often
+// absences, true of an operator that does nothing) cannot pass it alone;
+// it is not judged, the gate's own task is charged. Else a warning warns.
+// verify and grade both judge a task with this one function.
 func TaskStatus(checks []*CheckResult) Result {
 	if len(checks) == 0 {
 		return Skipped
 	}
 	has := map[Result]bool{}
+	blocked := false
 	for _, c := range checks {
 		has[c.Status] = true
+		if c.BlockedBy != "" {
+			blocked = true
+		}
 	}
 	switch {
 	case has[Fail]:
 		return Fail
 	case has[Error]:
 		return Error
-	case !has[Pass] && !has[Warn]:
+	case blocked || !has[Pass] && !has[Warn]:
 		return Skipped
 	case has[Warn]:
 		return Warn

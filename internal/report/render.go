@@ -108,7 +108,11 @@ func WriteText(w io.Writer, st iostreams.Styles, r *Report, verbose bool) error 
 		meta = append(meta, label(lang, "namespace")+" "+r.Namespace)
 	}
 	if r.Operator != "" {
-		meta = append(meta, label(lang, "operator")+" "+CleanLine(r.Operator))
+		op := label(lang, "operator") + " " + CleanLine(r.Operator)
+		if r.OperatorProject != "" {
+			op += " (" + CleanLine(r.OperatorProject) + ")"
+		}
+		meta = append(meta, op)
 	}
 	meta = append(meta, r.Duration.String())
 	fmt.Fprintln(&b, st.Muted.Render(strings.Join(meta, " · ")))

@@ -163,3 +163,18 @@ func TestTaskHeadline(t *testing.T) {
 	task.Checks = task.Checks[:1]
 	require.Nil(t, task.Headline())
 }
+
+// With several operators on one cluster, the report says which it judged:
+// its identity and its project, in the table and in JSON.
+func TestReportNamesTheOperatorJudged(t *testing.T) {
+	r := sample()
+	r.Operator = "system:serviceaccount:postgres-operator-system:postgres-operator-controller-manager"
+	r.OperatorProject, r.OperatorDir = "postgres-operator", "/home/s/postgres-operator"
+	s, out, _ := iostreams.Test(false)
+	require.NoError(t, Write(s, r, FormatTable))
+	assert.Contains(t, out.String(), "operator system:serviceaccount:postgres-operator-system:postgres-operator-controller-manager (postgres-operator)")
+	var b bytes.Buffer
+	require.NoError(t, WriteJSON(&b, r))
+	assert.Contains(t, b.String(), `"operatorProject": "postgres-operator"`)
+	assert.Contains(t, b.String(), `"operatorDir": "/home/s/postgres-operator"`)
+}

@@ -126,7 +126,8 @@ var mutants = []struct {
 	{"update-instead-of-patch", "lab-3.4", []string{"2.1", "2.2", "6.1"}},
 	{"no-conflict-retry", "lab-3.4", []string{"3.1", "3.2"}},
 	{"retry-loses-change", "lab-3.4", []string{"3.1", "3.2", "6.2"}},
-	{"missing-field-index", "lab-3.4", []string{"5.1"}},
+	{"missing-field-index", "lab-3.4", nil}, // the lab text's own bug B3: a warning (see warnings)
+	{"lookups-filter-in-go", "lab-3.4", []string{"5.1"}},
 	{"no-owner-reference", "lab-3.4", []string{"4.1", "4.2", "6.3"}}, // the finalizer's cleanup deletes the children even without owner references
 	{"deletion-never-finishes", "lab-3.4", []string{"cleanup"}},
 	{"list-helpers-missing", "lab-3.4", []string{"1.1", "1.2"}},
@@ -150,6 +151,7 @@ var mutants = []struct {
 	{"configuring-skipped", "lab-4.4", []string{"3.3"}},
 	{"ready-before-replicas", "lab-4.4", []string{"3.3"}},
 	{"missing-statefulset-recreated-silently", "lab-4.4", []string{"5.1"}},
+	{"endpoint-without-namespace", "lab-4.4", []string{"3.2"}}, // one field wrong: only the task that asks for it, not those behind the Ready gate
 	{"project-without-backup", "lab-8.2", []string{"1.1"}},
 	{"retention-unvalidated", "lab-8.2", []string{"1.2"}},
 	{"stale-backup-crd", "lab-8.2", []string{"1.2", "1.3", "4.2"}},
@@ -197,6 +199,12 @@ var diagnoses = map[string]struct{ task, says string }{
 	"missing-backups-rbac": {"1.5", "forbid"},
 }
 
+// warnings: for some mutants, the tasks that pass with a warning (a bug
+// the lab text itself contains: a policy can make it fail).
+var warnings = map[string][]string{
+	"missing-field-index": {"5.1"},
+}
+
 // courseVariants are the reference changed to behave as the course's own
 // solutions do where they differ from it (testdata/course/*.patch). The
 // course's approach must pass every task the lab text asks for; warnings
@@ -206,6 +214,7 @@ var courseVariants = []struct{ name, lab string }{
 	{"always-patch-replicas", "lab-3.3"},
 	{"always-patch-replicas", "lab-3.4"},
 	{"status-observed-generation-unset", "lab-4.1"},
+	{"ready-all-checks-passed", "lab-4.1"},
 	{"finalizer-before-deletion-check", "lab-4.2"},
 	{"secret-map-func", "lab-4.3"},
 	{"requeue-for-visualisation", "lab-4.4"},
@@ -302,6 +311,13 @@ func TestHonesty(t *testing.T) {
 			want := slices.Sorted(slices.Values(m.fails))
 			got := slices.Sorted(slices.Values(rep.FailedTasks()))
 			assert.Equal(t, want, got, "mutant %s must fail exactly these tasks of %s:\n%s", m.name, m.lab, render(rep))
+			for _, id := range warnings[m.name] {
+				for _, task := range rep.Tasks {
+					if task.ID == id {
+						assert.Equal(t, report.Warn, task.Status, "task %s of mutant %s warns:\n%s", id, m.name, render(rep))
+					}
+				}
+			}
 			if d, ok := diagnoses[m.name]; ok {
 				for _, task := range rep.Tasks {
 					if task.ID == d.task {
@@ -390,10 +406,11 @@ func testVerifyCommand(t *testing.T) {
 
 	course, err := filepath.Abs(filepath.Join("..", "testdata", "course"))
 	require.NoError(t, err)
+	// The course's own lookup without an index (B3, verbatim in the lab
+	// text) warns, with the evidence; `grade --policy` can fail it.
 	out, err = run("lab-3.4", "--task", "5.1", "--project", course)
-	require.Error(t, err)
-	assert.Equal(t, userr.ExitChecks, userr.Code(err))
-	assert.Contains(t, out, "✗ 5.1")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "! 5.1")
 	assert.Contains(t, out, "findDatabasesByOwner")
 
 	// A Hello World lab against the Database operator says what to run.

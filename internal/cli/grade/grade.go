@@ -77,7 +77,9 @@ id being the name after PREFIX-.
 
 Points per task come from the lab. A task earns its points when every check of
 it that ran passed (as labctl verify decides the task; a skipped check, one that
-could not run here, neither earns nor costs points), so a submission gets credit
+could not run here, neither earns nor costs points; a task with checks a
+failed gate stopped is not judged and earns nothing, the mistake being charged
+to the gate's own task), so a submission gets credit
 for each task it solved; --credit checks gives partial credit inside a task
 instead (the share of its checks that ran and passed, nothing when a gate check
 failed). Tasks
