@@ -162,7 +162,6 @@ var mutants = []struct {
 	{"silent-backup-controller", "lab-8.2", []string{"4.3"}},
 	{"backup-volume-not-owned", "lab-8.2", []string{"cleanup"}},
 	{"ready-counts-replicas", "lab-8.2", []string{"4.2"}},
-	{"backups-marker-only-on-backup-controller", "lab-8.2", []string{"2.2"}},
 	{"backup-logger-without-context", "lab-8.2", []string{"4.3"}},
 	{"manager-without-controllers", "lab-8.2", []string{"1.4", "1.5", "2.2", "3.1", "3.2", "4.1", "4.2", "4.3", "cleanup"}},
 	{"website-without-shortname", "lab-1.4", []string{"1.1"}},
@@ -210,6 +209,9 @@ var courseVariants = []struct{ name, lab string }{
 	{"secret-map-func", "lab-4.3"},
 	{"requeue-for-visualisation", "lab-4.4"},
 	{"polling-simulated-backup", "lab-8.2"},
+	// Shapes the lab allows: markers anywhere in the package (B33).
+	{"backups-marker-from-backup-controller", "lab-8.2"},
+	{"reconcile-in-state-machine-file", "lab-8.2"},
 	{"hello-without-owns-configmap", "lab-2.4"},
 	{"hello-without-owns-configmap", "lab-3.1"},
 }
