@@ -121,6 +121,8 @@ var mutants = []struct {
 	{"secret-not-owned", "lab-3.3", []string{"2.2"}}, // the finalizer's cleanup deletes the Secret even without an owner reference
 	{"finalizer-left-on-delete", "lab-3.3", []string{"cleanup"}},
 	{"replicas-never-updated", "lab-3.3", []string{"8.2"}},
+	{"database-notfound-as-error", "lab-3.3", []string{"cleanup"}},
+	{"database-get-error-wrapped", "lab-3.3", []string{"cleanup"}},
 	{"no-owns-statefulset", "lab-3.4", []string{"4.1", "4.2", "6.3"}},
 	{"no-owns-secret", "lab-3.4", []string{"4.1"}},
 	{"update-instead-of-patch", "lab-3.4", []string{"2.1", "2.2", "6.1"}},
