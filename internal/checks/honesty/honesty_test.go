@@ -155,6 +155,8 @@ var mutants = []struct {
 	{"configuring-skipped", "lab-4.4", []string{"3.3"}},
 	{"ready-before-replicas", "lab-4.4", []string{"3.3"}},
 	{"missing-statefulset-recreated-silently", "lab-4.4", []string{"5.1"}},
+	{"ready-kept-on-missing-statefulset", "lab-4.4", []string{"5.1"}},
+	{"ready-condition-set-only-when-ready", "lab-4.4", []string{"5.1"}},
 	{"project-without-backup", "lab-8.2", []string{"1.1"}},
 	{"retention-unvalidated", "lab-8.2", []string{"1.2"}},
 	{"stale-backup-crd", "lab-8.2", []string{"1.2", "1.3", "4.2"}},
