@@ -47,7 +47,13 @@ func runNever(ctx context.Context, c *Context, params any) Outcome {
 	if err != nil {
 		return errorf("%v", err)
 	}
-	desc := DescribeAssertions(p.State)
+	return matchNever(p.Ref, states, p.State)
+}
+
+// matchNever fails at the first observed state that satisfies every
+// assertion of state.
+func matchNever(ref labs.Ref, states []Observed, state []labs.Assertion) Outcome {
+	desc := DescribeAssertions(state)
 	seen, n := []string{}, 0
 	for _, o := range states {
 		if o.Object == nil {
@@ -57,15 +63,15 @@ func runNever(ctx context.Context, c *Context, params any) Outcome {
 		if d := describeState(o); len(seen) == 0 || seen[len(seen)-1] != d {
 			seen = append(seen, d)
 		}
-		if ok, _ := EvalAssertions(o.Object, p.State); ok {
-			return Outcome{Status: report.Fail, Related: []string{p.Ref.Name}, Object: o.Object,
-				Message:  fmt.Sprintf("%s was written with %s", p.Ref, desc),
+		if ok, _ := EvalAssertions(o.Object, state); ok {
+			return Outcome{Status: report.Fail, Related: []string{ref.Name}, Object: o.Object,
+				Message:  fmt.Sprintf("%s was written with %s", ref, desc),
 				Expected: "never " + desc,
 				Observed: "states seen: " + strings.Join(seen, " → ")}
 		}
 	}
 	if n == 0 {
-		return errorf("no state of %s was recorded", p.Ref)
+		return errorf("no state of %s was recorded", ref)
 	}
-	return pass("none of the %d recorded states of %s had %s", n, p.Ref, desc)
+	return pass("none of the %d recorded states of %s had %s", n, ref, desc)
 }
