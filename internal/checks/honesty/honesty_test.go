@@ -192,6 +192,8 @@ var mutants = []struct {
 	{"hello-count-minimum-5", "lab-2.4", []string{"3.1", "8.1"}},
 	{"hello-no-reconcile-logs", "lab-3.1", []string{"2.2"}},
 	{"hello-requeue-without-requeueafter", "lab-3.1", []string{"3.2"}},
+	{"hello-requeue-after-bare-number", "lab-3.1", []string{"3.2"}},
+	{"hello-requeue-after-duration-cast", "lab-3.1", []string{"3.2"}},
 	{"hello-configmap-without-message", "lab-3.1", []string{"4.1"}},
 	{"hello-count-not-updated", "lab-3.1", []string{"4.2"}},
 	{"hello-notfound-as-error", "lab-3.1", []string{"6.1"}},
