@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +82,88 @@ func runDeletionBegan(ctx context.Context, c *Context, params any) Outcome {
 		select {
 		case <-ctx.Done():
 			return errorf("waiting for a deletion: %v", ctx.Err())
+		case <-time.After(deletionPoll):
+		}
+	}
+}
+
+func init() {
+	Register(Definition{
+		Name:       "cleanup-deleted",
+		Doc:        "within the step's timeout, every object is gone, deleted by the owner's cleanup; skipped when the owner never carried the cleanup's finalizer (then no cleanup ran, a defect of its own)",
+		Namespaced: true,
+		Params:     func() any { return &cleanupDeletedParams{} },
+		Run:        runCleanupDeleted,
+	})
+}
+
+// cleanupDeletedParams: the objects a cleanup must have deleted while its
+// owner (recorded in the scenario) still exists, so the garbage collector
+// deleted none of them.
+type cleanupDeletedParams struct {
+	Owner     labs.Ref   `json:"owner"`
+	Finalizer string     `json:"finalizer"`
+	Refs      []labs.Ref `json:"refs"`
+}
+
+func (p *cleanupDeletedParams) Validate() error {
+	if p.Owner.IsZero() || p.Finalizer == "" || len(p.Refs) == 0 {
+		return errors.New("needs owner, finalizer and refs")
+	}
+	return nil
+}
+
+func runCleanupDeleted(ctx context.Context, c *Context, params any) Outcome {
+	p := params.(*cleanupDeletedParams)
+	states, err := c.History(ctx, p.Owner)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	had := false
+	for _, o := range states {
+		if o.Object != nil && slices.Contains(o.Object.GetFinalizers(), p.Finalizer) {
+			had = true
+			break
+		}
+	}
+	if !had {
+		return skip("%s never carried the finalizer %s, so no cleanup ran to judge here (the finalizer's own task says so)", p.Owner, p.Finalizer)
+	}
+	deadline := time.Now().Add(c.Timeout)
+	for {
+		var there []string
+		for _, r := range p.Refs {
+			gvr, err := c.Resolve(r)
+			if err != nil {
+				return errorf("%v", err)
+			}
+			obj, err := c.Dynamic().Resource(gvr).Namespace(c.Namespace()).Get(ctx, r.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return errorf("reading %s: %s", r, oneLine(err))
+			case obj.GetDeletionTimestamp() != nil:
+				there = append(there, r.String()+" (being deleted)")
+			default:
+				there = append(there, r.String())
+			}
+		}
+		if len(there) == 0 {
+			var names []string
+			for _, r := range p.Refs {
+				names = append(names, r.String())
+			}
+			return pass("the cleanup of %s deleted %s", p.Owner, strings.Join(names, ", "))
+		}
+		if !time.Now().Before(deadline) {
+			return Outcome{Status: report.Fail, Related: []string{p.Owner.Name},
+				Message:  fmt.Sprintf("the cleanup of %s finished (its finalizer %s is gone) but left %s: while %s exists the garbage collector deletes none of its children, so the cleanup must", p.Owner, p.Finalizer, strings.Join(there, ", "), p.Owner),
+				Expected: "every child deleted by the cleanup, in any order",
+				Observed: "still there: " + strings.Join(there, ", ")}
+		}
+		select {
+		case <-ctx.Done():
+			return errorf("waiting for the cleanup: %v", ctx.Err())
 		case <-time.After(deletionPoll):
 		}
 	}
