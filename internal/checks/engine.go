@@ -10,6 +10,7 @@ package checks
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -23,7 +24,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -232,6 +235,10 @@ type run struct {
 
 	mu      sync.Mutex
 	created []objectKey // in creation order, for cleanup in reverse
+	// held are objects a step gave finalizers of labctl's own (to hold a
+	// child while a cleanup cannot finish); cleanup lets them go even when
+	// the scenario stopped before its own step did.
+	held []objectKey
 
 	forbid forbiddenCache
 	// stretch scales the lab's timeouts for a slow cluster (calibrate),
@@ -391,7 +398,13 @@ func (r *run) cleanup(ctx context.Context) []string {
 	var notes []string
 	r.mu.Lock()
 	created := slices.Clone(r.created)
+	held := slices.Clone(r.held)
 	r.mu.Unlock()
+	for _, k := range append(held, created...) {
+		if err := r.releaseHold(cctx, k); err != nil {
+			notes = append(notes, fmt.Sprintf("cleanup: could not remove labctl's finalizers from %s %s: %v", k.GVK.Kind, k.Name, oneLine(err)))
+		}
+	}
 	for i := len(created) - 1; i >= 0; i-- {
 		k := created[i]
 		res := r.dyn.Resource(k.GVR).Namespace(r.ns)
@@ -413,6 +426,59 @@ func (r *run) cleanup(ctx context.Context) []string {
 		notes = append(notes, fmt.Sprintf("cleanup: could not delete namespace %s: %v", r.ns, oneLine(err)))
 	}
 	return notes
+}
+
+// labctlFinalizerPrefix marks the finalizers labctl itself puts on objects.
+const labctlFinalizerPrefix = "labctl.io/"
+
+// holdFinalizers reports whether a merge patch sets metadata.finalizers.
+func holdFinalizers(merge map[string]any) bool {
+	meta, _ := merge["metadata"].(map[string]any)
+	list, _ := meta["finalizers"].([]any)
+	return len(list) > 0
+}
+
+func (r *run) rememberHeld(k objectKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.held, k) {
+		r.held = append(r.held, k)
+	}
+}
+
+// releaseHold removes labctl's own finalizers from an object, if it is
+// still there and has any; the write carries the resourceVersion read.
+func (r *run) releaseHold(ctx context.Context, k objectKey) error {
+	res := r.dyn.Resource(k.GVR).Namespace(r.ns)
+	var err error
+	for range 3 {
+		var u *unstructured.Unstructured
+		u, err = res.Get(ctx, k.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		keep := []string{}
+		for _, f := range u.GetFinalizers() {
+			if !strings.HasPrefix(f, labctlFinalizerPrefix) {
+				keep = append(keep, f)
+			}
+		}
+		if len(keep) == len(u.GetFinalizers()) {
+			return nil
+		}
+		data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": u.GetResourceVersion()}})
+		_, err = res.Patch(ctx, k.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
 }
 
 func deadlineOf(ctx context.Context) time.Time {

@@ -1,9 +1,17 @@
 package checks
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"go/ast"
+	"go/printer"
+	"go/token"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/labctl/labctl/internal/report"
 )
 
 // Packages whose Result type a Reconcile returns.
@@ -33,6 +41,8 @@ type requeueSite struct {
 	fn    *goFunc
 	node  ast.Node
 	field string // RequeueAfter or Requeue
+	// value is the expression assigned to the field.
+	value ast.Expr
 }
 
 func (p *goProject) requeueSites() []requeueSite {
@@ -56,13 +66,17 @@ func (p *goProject) requeueSites() []requeueSite {
 						continue
 					}
 					if k, ok := kv.Key.(*ast.Ident); ok && (k.Name == "RequeueAfter" || k.Name == "Requeue") {
-						out = append(out, requeueSite{fn: fn, node: x, field: k.Name})
+						out = append(out, requeueSite{fn: fn, node: x, field: k.Name, value: kv.Value})
 					}
 				}
 			case *ast.AssignStmt:
-				for _, lhs := range x.Lhs {
+				for i, lhs := range x.Lhs {
 					if sel, ok := lhs.(*ast.SelectorExpr); ok && (sel.Sel.Name == "RequeueAfter" || sel.Sel.Name == "Requeue") {
-						out = append(out, requeueSite{fn: fn, node: x, field: sel.Sel.Name})
+						site := requeueSite{fn: fn, node: x, field: sel.Sel.Name}
+						if len(x.Rhs) == len(x.Lhs) {
+							site.value = x.Rhs[i]
+						}
+						out = append(out, site)
 					}
 				}
 			}
@@ -91,15 +105,36 @@ func runRequeueAfter(_ context.Context, c *Context, params any) Outcome {
 		return fail("no Reconcile method found in the project")
 	}
 	reach := proj.reachable(roots)
-	var immediate []string
+	var immediate, busy []string
+	var delayed *requeueSite
 	for _, s := range proj.requeueSites() {
 		if !reach[s.fn] {
 			continue
 		}
-		if s.field == "RequeueAfter" {
-			return pass("%s asks for a delayed requeue (RequeueAfter) at %s", s.fn, proj.pos(s.node))
+		if s.field != "RequeueAfter" {
+			immediate = append(immediate, proj.pos(s.node))
+			continue
 		}
-		immediate = append(immediate, proj.pos(s.node))
+		// The delay is read for its value, not its spelling: a bare 10 or
+		// time.Duration(10) is ten nanoseconds, a busy loop.
+		if s.value != nil {
+			if d, ok := proj.durationOf(s.fn.file, s.value, 0); ok && d < float64(busyRequeue) {
+				busy = append(busy, fmt.Sprintf("RequeueAfter: %s = %s at %s", exprString(proj.fset, s.value), time.Duration(d), proj.pos(s.node)))
+				continue
+			}
+		}
+		if delayed == nil {
+			delayed = &s
+		}
+	}
+	if len(busy) > 0 {
+		return Outcome{Status: report.Fail,
+			Message:  fmt.Sprintf("a RequeueAfter on the way from %s is shorter than %s, a busy loop rather than a delay: %s (a time.Duration counts nanoseconds: write 10 * time.Second)", roots[0], busyRequeue, strings.Join(busy, "; ")),
+			Expected: "ctrl.Result{RequeueAfter: 10 * time.Second}: a delay in seconds",
+			Observed: strings.Join(busy, "; ")}
+	}
+	if delayed != nil {
+		return pass("%s asks for a delayed requeue (RequeueAfter) at %s", delayed.fn, proj.pos(delayed.node))
 	}
 	o := fail("no result on the way from %s sets RequeueAfter", roots[0])
 	o.Expected = "return ctrl.Result{RequeueAfter: 10 * time.Second}, nil where something must be looked at again later"
@@ -109,4 +144,77 @@ func runRequeueAfter(_ context.Context, c *Context, params any) Outcome {
 		o.Observed = "no requeue at all"
 	}
 	return o
+}
+
+// busyRequeue is the delay below which a RequeueAfter is a busy loop, not
+// "look again later": a bare 10 is ten nanoseconds.
+const busyRequeue = 100 * time.Millisecond
+
+var timeUnits = map[string]time.Duration{
+	"Nanosecond": time.Nanosecond, "Microsecond": time.Microsecond, "Millisecond": time.Millisecond,
+	"Second": time.Second, "Minute": time.Minute, "Hour": time.Hour,
+}
+
+// durationOf computes a constant duration expression (10 * time.Second,
+// time.Duration(30), a const defined as either) the way the compiler
+// does; ok is false for anything it cannot know without running the code.
+func (p *goProject) durationOf(f *goFile, e ast.Expr, depth int) (float64, bool) {
+	if depth > 8 {
+		return 0, false
+	}
+	switch x := e.(type) {
+	case *ast.BasicLit:
+		if x.Kind == token.INT || x.Kind == token.FLOAT {
+			v, err := strconv.ParseFloat(strings.ReplaceAll(x.Value, "_", ""), 64)
+			return v, err == nil
+		}
+	case *ast.ParenExpr:
+		return p.durationOf(f, x.X, depth+1)
+	case *ast.SelectorExpr:
+		if unit, ok := f.pkgSel(x, "time"); ok {
+			d, known := timeUnits[unit]
+			return float64(d), known
+		}
+		if id, ok := x.X.(*ast.Ident); ok && f.imports[id.Name] != "" {
+			if c, ok := p.constExprs[x.Sel.Name]; ok {
+				return p.durationOf(c.file, c.expr, depth+1)
+			}
+		}
+	case *ast.Ident:
+		if c, ok := p.constExprs[x.Name]; ok {
+			return p.durationOf(c.file, c.expr, depth+1)
+		}
+	case *ast.CallExpr:
+		if _, ok := f.pkgSel(x.Fun, "time", "Duration"); ok && len(x.Args) == 1 {
+			return p.durationOf(f, x.Args[0], depth+1)
+		}
+	case *ast.BinaryExpr:
+		a, okA := p.durationOf(f, x.X, depth+1)
+		b, okB := p.durationOf(f, x.Y, depth+1)
+		if !okA || !okB {
+			return 0, false
+		}
+		switch x.Op {
+		case token.MUL:
+			return a * b, true
+		case token.QUO:
+			if b != 0 {
+				return a / b, true
+			}
+		case token.ADD:
+			return a + b, true
+		case token.SUB:
+			return a - b, true
+		}
+	}
+	return 0, false
+}
+
+// exprString prints an expression as it reads in the source.
+func exprString(fset *token.FileSet, e ast.Expr) string {
+	var b bytes.Buffer
+	if err := printer.Fprint(&b, fset, e); err != nil {
+		return "?"
+	}
+	return b.String()
 }

@@ -147,9 +147,12 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true)})
 		return err
 	case step.Patch != nil:
-		_, gvr, _, err := r.gvr(step.Patch.Ref.Kind)
+		gvk, gvr, _, err := r.gvr(step.Patch.Ref.Kind)
 		if err != nil {
 			return err
+		}
+		if holdFinalizers(step.Patch.Merge) {
+			r.rememberHeld(objectKey{GVR: gvr, GVK: gvk, Name: step.Patch.Ref.Name})
 		}
 		data, err := json.Marshal(step.Patch.Merge)
 		if err != nil {

@@ -49,3 +49,26 @@ func TestMatchSequence(t *testing.T) {
 	assert.Equal(t, report.Fail, got.Status)
 	assert.Equal(t, "no state of database/test-db was seen", got.Observed)
 }
+
+func TestMatchNever(t *testing.T) {
+	ref := labs.Ref{Kind: "database", Name: "test-db"}
+	readyTrue := func(phase string) Observed {
+		o := phaseState(phase)
+		o.Object.Object["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "True"}}
+		return o
+	}
+	state := []labs.Assertion{
+		{Path: "status.phase", In: []any{"Provisioning", "Deploying"}},
+		{Condition: &labs.Condition{Type: "Ready", Status: "True"}},
+	}
+	got := matchNever(ref, []Observed{readyTrue("Ready"), phaseState("Provisioning"), {}, phaseState("Deploying"), readyTrue("Ready")}, state)
+	assert.Equal(t, report.Pass, got.Status, got.Message)
+
+	got = matchNever(ref, []Observed{readyTrue("Ready"), readyTrue("Provisioning"), phaseState("Deploying")}, state)
+	assert.Equal(t, report.Fail, got.Status)
+	assert.Contains(t, got.Message, "database/test-db was written with")
+	assert.Contains(t, got.Observed, "phase Provisioning")
+
+	got = matchNever(ref, nil, state)
+	assert.Equal(t, report.Error, got.Status, "nothing recorded is not a pass")
+}

@@ -37,8 +37,16 @@ type goProject struct {
 	funcs []*goFunc
 	// consts maps constant names to their string values (all packages).
 	consts map[string]string
+	// constExprs maps constant names to the expressions that define them,
+	// with their files (all packages): durations are computed from them.
+	constExprs map[string]constExpr
 	// parseErrors lists files that did not parse.
 	parseErrors []string
+}
+
+type constExpr struct {
+	expr ast.Expr
+	file *goFile
 }
 
 type goFile struct {
@@ -75,7 +83,7 @@ func (p *goProject) where(f *goFunc) string { return fmt.Sprintf("%s in %s", f, 
 // loadGoProject parses every non-test .go file of the project, skipping
 // vendor, testdata, bin and hidden directories.
 func loadGoProject(dir string) (*goProject, error) {
-	p := &goProject{dir: dir, fset: token.NewFileSet(), consts: map[string]string{}}
+	p := &goProject{dir: dir, fset: token.NewFileSet(), consts: map[string]string{}, constExprs: map[string]constExpr{}}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -129,6 +137,7 @@ func loadGoProject(dir string) (*goProject, error) {
 					vs := spec.(*ast.ValueSpec)
 					for i, name := range vs.Names {
 						if i < len(vs.Values) {
+							p.constExprs[name.Name] = constExpr{expr: vs.Values[i], file: gf}
 							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 								if s, err := strconv.Unquote(lit.Value); err == nil {
 									p.consts[name.Name] = s
