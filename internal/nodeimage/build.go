@@ -134,8 +134,7 @@ func (b *build) output(ctx context.Context, name string, args ...string) ([]byte
 // rootfs debootstraps the Debian file system once per package list and
 // imports it as the base image every other image starts from.
 func (b *build) rootfs(ctx context.Context) error {
-	pkgKey := Key(Versions{Debian: b.o.Versions.Debian})[:12]
-	b.base = "labctl/kind-base:" + b.o.Versions.Debian + "-" + pkgKey
+	b.base = BaseReference(b.o.Versions)
 	if id, err := b.o.Engine.ImageID(ctx, b.base); err == nil && id != "" {
 		return nil
 	}

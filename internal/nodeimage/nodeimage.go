@@ -124,6 +124,14 @@ func Key(v Versions) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// BaseReference names the imported Debian file system: it changes with the
+// suite and the package list only, so a new Kubernetes version or node
+// file reuses it.
+func BaseReference(v Versions) string {
+	h := sha256.Sum256([]byte(v.Debian + "\n" + strings.Join(Packages, ",")))
+	return "labctl/kind-base:" + v.Debian + "-" + hex.EncodeToString(h[:])[:12]
+}
+
 // DefaultCacheDir is $XDG_CACHE_HOME/labctl/nodeimage.
 func DefaultCacheDir() (string, error) { return xdg.CacheDir("nodeimage") }
 

@@ -115,6 +115,16 @@ func TestReferenceChangesWithEveryVersion(t *testing.T) {
 		}
 		seen[ref] = name
 	}
+	k8s := base
+	k8s.Kubernetes = "v1.37.3"
+	if BaseReference(k8s) != BaseReference(base) {
+		t.Error("a new Kubernetes version would debootstrap again")
+	}
+	debian := base
+	debian.Debian = "trixie"
+	if BaseReference(debian) == BaseReference(base) {
+		t.Error("another Debian suite reuses the old file system")
+	}
 }
 
 func TestBuildReturnsTheCachedImageAtOnce(t *testing.T) {
