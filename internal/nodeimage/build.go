@@ -40,7 +40,7 @@ RUN chmod 755 /kind /kind/bin /kind/bin/* /usr/local/bin/* \
  && for c in kubelet kubeadm kubectl; do ln -sf kubenode /usr/bin/$c; done
 ENV container=docker
 STOPSIGNAL SIGRTMIN+3
-ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]
+ENTRYPOINT ["/usr/local/bin/labctl-entrypoint", "/sbin/init"]
 `
 
 // componentDockerfile is one image kubeadm's static pods or kind's
@@ -423,7 +423,7 @@ func (b *build) preload(ctx context.Context) error {
 	if err := b.run(ctx, e.Name, "exec", name, "sh", "-c", "pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done; rm -f /var/log/containerd-build.log"); err != nil {
 		return fmt.Errorf("stop containerd in the build container: %w", err)
 	}
-	if err := b.run(ctx, e.Name, "commit", "--change", `ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]`, name, b.o.Tag); err != nil {
+	if err := b.run(ctx, e.Name, "commit", "--change", `ENTRYPOINT [ "/usr/local/bin/labctl-entrypoint", "/sbin/init" ]`, name, b.o.Tag); err != nil {
 		return fmt.Errorf("commit the node image: %w", err)
 	}
 	return b.run(ctx, e.Name, "rmi", b.stage())

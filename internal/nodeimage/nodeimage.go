@@ -16,8 +16,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -135,16 +135,15 @@ func BaseReference(v Versions) string {
 // DefaultCacheDir is $XDG_CACHE_HOME/labctl/nodeimage.
 func DefaultCacheDir() (string, error) { return xdg.CacheDir("nodeimage") }
 
+// assetNames lists every embedded file, sorted.
 func assetNames() []string {
 	var names []string
-	for _, dir := range []string{"kubenode", "pause", "node", "files", "files/kind/manifests"} {
-		entries, _ := assets.ReadDir(dir)
-		for _, e := range entries {
-			if !e.IsDir() {
-				names = append(names, filepath.Join(dir, e.Name()))
-			}
+	_ = fs.WalkDir(assets, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
 		}
-	}
+		return err
+	})
 	sort.Strings(names)
 	return names
 }
