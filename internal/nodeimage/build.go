@@ -110,7 +110,7 @@ type build struct {
 func (b *build) phases() []phase {
 	return []phase{
 		{"Debian root file system (debootstrap " + b.o.Versions.Debian + ")", b.rootfs},
-		{"containerd, ctr, crictl and the runc shim", b.runtimeBinaries},
+		{"containerd, ctr, crictl, the runc shim and CoreDNS", b.runtimeBinaries},
 		{"kubelet, kubeadm, kubectl and kube-proxy " + b.o.Versions.Kubernetes, b.kubeBinaries},
 		{"control-plane binaries", b.controlPlane},
 		{"component images", b.componentImages},
@@ -179,7 +179,7 @@ func (b *build) goInstall(ctx context.Context, tags string, pkgs ...string) erro
 
 func (b *build) runtimeBinaries(ctx context.Context) error {
 	v := b.o.Versions
-	b.bin = filepath.Join(b.o.CacheDir, fmt.Sprintf("bin-containerd-%s-crictl-%s-%s", v.Containerd, v.CriTools, runtime.GOARCH))
+	b.bin = filepath.Join(b.o.CacheDir, fmt.Sprintf("bin-containerd-%s-crictl-%s-coredns-%s-%s", v.Containerd, v.CriTools, v.CoreDNS, runtime.GOARCH))
 	if err := os.MkdirAll(b.bin, 0o755); err != nil {
 		return err
 	}
@@ -189,6 +189,11 @@ func (b *build) runtimeBinaries(ctx context.Context) error {
 		if err := b.goInstall(ctx, "no_btrfs no_devmapper no_zfs", containerd+"containerd@"+v.Containerd,
 			containerd+"ctr@"+v.Containerd, containerd+"containerd-shim-runc-v2@"+v.Containerd); err != nil {
 			return fmt.Errorf("go install containerd %s: %w", v.Containerd, err)
+		}
+	}
+	if !executables(b.bin, "coredns") {
+		if err := b.goInstall(ctx, "", "github.com/coredns/coredns@"+v.CoreDNS); err != nil {
+			return fmt.Errorf("go install coredns %s: %w", v.CoreDNS, err)
 		}
 	}
 	if !executables(b.bin, "crictl") {

@@ -16,8 +16,8 @@ const SandboxImage = "registry.k8s.io/pause:3.10"
 type Component struct {
 	Name string
 	// Binary is the executable copied into the image: "controlplane"
-	// (the multi-call etcd and control plane), "kubenode" (kube-proxy) or
-	// "pause".
+	// (the multi-call etcd and control plane), "kubenode" (kube-proxy),
+	// "coredns" or "pause".
 	Binary string
 	// Command is the name the pod runs it by (a symlink to Binary).
 	Command string
@@ -31,12 +31,13 @@ var binaries = map[string][2]string{
 	"etcd":                    {"controlplane", "etcd"},
 	"kube-proxy":              {"kubenode", "kube-proxy"},
 	"pause":                   {"pause", "pause"},
+	"coredns":                 {"coredns", "coredns"},
 }
 
 // Components are the images built for the names kubeadm lists (`kubeadm
 // config images list`): those labctl can serve from its own binaries,
 // with kubeadm's pause replaced by SandboxImage as kind's build does.
-// Names with no binary here (coredns) are left out.
+// Names with no binary here are left out.
 func Components(kubeadmImages []string) []Component {
 	var out []Component
 	for _, name := range append(kubeadmImages, SandboxImage) {

@@ -40,6 +40,9 @@ type Versions struct {
 	CriTools string
 	// Debian is the suite debootstrap installs.
 	Debian string
+	// CoreDNS is github.com/coredns/coredns, the version kubeadm deploys
+	// (its constants.CoreDNSVersion).
+	CoreDNS string
 }
 
 // DefaultVersions are the Kubernetes of the local control plane, kind
@@ -52,6 +55,7 @@ func DefaultVersions() Versions {
 		Containerd: "v2.4.2",
 		CriTools:   "v1.37.0",
 		Debian:     "bookworm",
+		CoreDNS:    "v1.14.6",
 	}
 }
 

@@ -38,7 +38,8 @@ func TestComponentsServeKubeadmsNamesWithKindsPause(t *testing.T) {
 		"registry.k8s.io/kube-scheduler:v1.37.2":          "controlplane/kube-scheduler",
 		"registry.k8s.io/kube-proxy:v1.37.2":              "kubenode/kube-proxy",
 		"registry.k8s.io/etcd:3.7.0-0":                    "controlplane/etcd",
-		SandboxImage:                                      "pause/pause",
+		"registry.k8s.io/coredns/coredns:v1.14.6":         "coredns/coredns",
+		SandboxImage: "pause/pause",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("components = %v, want %v", got, want)
@@ -106,6 +107,7 @@ func TestReferenceChangesWithEveryVersion(t *testing.T) {
 		"containerd": func(v *Versions) { v.Containerd = "v2.4.3" },
 		"crictl":     func(v *Versions) { v.CriTools = "v1.37.1" },
 		"debian":     func(v *Versions) { v.Debian = "trixie" },
+		"coredns":    func(v *Versions) { v.CoreDNS = "v1.14.7" },
 	} {
 		v := base
 		change(&v)
@@ -200,5 +202,21 @@ func TestKindBaseFilesHoldWhatTheNodeDockerfileUses(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(files, f)); err != nil {
 			t.Errorf("kind %s has no %s: %v", DefaultVersions().Kind, f, err)
 		}
+	}
+}
+
+// CoreDNS is built at the version kubeadm deploys (and so names its image).
+func TestCoreDNSIsTheVersionKubeadmDeploys(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Skip(err)
+	}
+	v := DefaultVersions()
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "k8s.io/kubernetes@"+v.Kubernetes, "cmd/kubeadm/app/constants/constants.go"))
+	if err != nil {
+		t.Skipf("k8s.io/kubernetes %s is not in the module cache: %v", v.Kubernetes, err)
+	}
+	if !strings.Contains(string(src), `CoreDNSVersion = "`+v.CoreDNS+`"`) {
+		t.Errorf("kubeadm %s deploys another CoreDNS than %s", v.Kubernetes, v.CoreDNS)
 	}
 }
