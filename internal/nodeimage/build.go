@@ -431,6 +431,11 @@ func (b *build) preload(ctx context.Context) error {
 	if err := b.run(ctx, e.Name, "commit", "--change", `ENTRYPOINT [ "/usr/local/bin/labctl-entrypoint", "/sbin/init" ]`, name, b.o.Tag); err != nil {
 		return fmt.Errorf("commit the node image: %w", err)
 	}
+	// The stage image goes once its container has: the committed node
+	// keeps the layers they share.
+	if err := b.run(ctx, e.Name, "rm", "-f", "-v", name); err != nil {
+		return fmt.Errorf("remove the build container: %w", err)
+	}
 	return b.run(ctx, e.Name, "rmi", b.stage())
 }
 

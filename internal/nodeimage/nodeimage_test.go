@@ -220,3 +220,28 @@ func TestCoreDNSIsTheVersionKubeadmDeploys(t *testing.T) {
 		t.Errorf("kubeadm %s deploys another CoreDNS than %s", v.Kubernetes, v.CoreDNS)
 	}
 }
+
+// The build container goes before its stage image: Docker refuses to remove
+// an image a container uses ("conflict: unable to remove repository
+// reference"), which failed the first real build at its last step.
+func TestPreloadRemovesTheBuildContainerBeforeTheStageImage(t *testing.T) {
+	r := enginetest.NewRunner("docker").
+		On("docker", func(engine.Cmd) error { return nil }).
+		On("docker rmi", func(c engine.Cmd) error { return nil })
+	var order []string
+	r.Trace = func(line string) {
+		if strings.HasPrefix(line, "docker rm ") || strings.HasPrefix(line, "docker rmi ") {
+			order = append(order, strings.Fields(line)[1])
+		}
+	}
+	b := &build{o: Options{Engine: engine.New("docker", r), Runner: r, Tag: "labctl/kind-node:t", Versions: DefaultVersions()}}
+	if err := b.preload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// rm before the run (a leftover), rm after the commit, then rmi; the
+	// deferred rm finds nothing.
+	want := []string{"rm", "rm", "rmi", "rm"}
+	if strings.Join(order, " ") != strings.Join(want, " ") {
+		t.Errorf("removals %v, want %v", order, want)
+	}
+}
