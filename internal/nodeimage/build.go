@@ -436,7 +436,13 @@ func (b *build) preload(ctx context.Context) error {
 	if err := b.run(ctx, e.Name, "rm", "-f", "-v", name); err != nil {
 		return fmt.Errorf("remove the build container: %w", err)
 	}
-	return b.run(ctx, e.Name, "rmi", b.stage())
+	// The component images live on in the node; tagged registry.k8s.io/...
+	// in the engine they would only shadow the real ones.
+	junk := []string{b.stage()}
+	for _, c := range b.images {
+		junk = append(junk, c.Name)
+	}
+	return b.run(ctx, e.Name, append([]string{"rmi"}, junk...)...)
 }
 
 // addCNI gives containerd the pod network template (see

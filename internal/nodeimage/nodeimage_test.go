@@ -223,7 +223,8 @@ func TestCoreDNSIsTheVersionKubeadmDeploys(t *testing.T) {
 
 // The build container goes before its stage image: Docker refuses to remove
 // an image a container uses ("conflict: unable to remove repository
-// reference"), which failed the first real build at its last step.
+// reference"), which failed the first real build at its last step. The
+// component images go too: they live on inside the node.
 func TestPreloadRemovesTheBuildContainerBeforeTheStageImage(t *testing.T) {
 	r := enginetest.NewRunner("docker").
 		On("docker", func(engine.Cmd) error { return nil }).
@@ -234,9 +235,13 @@ func TestPreloadRemovesTheBuildContainerBeforeTheStageImage(t *testing.T) {
 			order = append(order, strings.Fields(line)[1])
 		}
 	}
-	b := &build{o: Options{Engine: engine.New("docker", r), Runner: r, Tag: "labctl/kind-node:t", Versions: DefaultVersions()}}
+	b := &build{o: Options{Engine: engine.New("docker", r), Runner: r, Tag: "labctl/kind-node:t", Versions: DefaultVersions()},
+		images: []Component{{Name: "registry.k8s.io/pause:3.10", Binary: "pause", Command: "pause"}}}
 	if err := b.preload(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if r.Called("docker rmi labctl/kind-node:t-stage registry.k8s.io/pause:3.10") != 1 {
+		t.Errorf("the stage and component images are left behind: %v", r.Calls())
 	}
 	// rm before the run (a leftover), rm after the commit, then rmi; the
 	// deferred rm finds nothing.

@@ -92,6 +92,37 @@ func TestKindClusterFromBuiltNodeImage(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 	t.Logf("node %s Ready %s after up began", node, time.Since(start).Round(time.Second))
+
+	// Every system pod runs from the preloaded images: the control plane,
+	// kube-proxy (privileged) and CoreDNS (on the pod network).
+	deadline = time.Now().Add(3 * time.Minute)
+	for {
+		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		var waiting []string
+		for _, p := range pods.Items {
+			if !podReady(&p) {
+				waiting = append(waiting, p.Name+"="+string(p.Status.Phase))
+			}
+		}
+		if len(waiting) == 0 && len(pods.Items) > 0 {
+			t.Logf("%d kube-system pods Ready %s after up began", len(pods.Items), time.Since(start).Round(time.Second))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-system pods not Ready within 3m: %s", strings.Join(waiting, " "))
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func nodeReady(n *corev1.Node) bool {
