@@ -10,7 +10,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # into $XDG_CACHE_HOME/labctl/controlplane and reused.
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build test unit integration operator-test lint bench demo controlplane controlplane-pins clean
+.PHONY: all build test unit integration operator-test lint bench demo controlplane controlplane-pins kind-e2e clean
 
 all: build
 
@@ -28,6 +28,9 @@ test: controlplane ## everything: unit + integration tests of labctl, then the r
 	LABCTL_BIN_DIR=$$(cat .controlplane-dir) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	KUBEBUILDER_ASSETS=$$(cat .controlplane-dir) $(MAKE) -C operator test
 	KUBEBUILDER_ASSETS=$$(cat .controlplane-dir) $(MAKE) -C hello-world-operator test
+
+kind-e2e: controlplane ## build labctl's kind node image (no registry) and create a real kind cluster from it; not in `test` until its cold cost is known
+	LABCTL_KIND_E2E=1 LABCTL_BIN_DIR=$$(cat .controlplane-dir) $(GO) test -count=1 -timeout 120m -run 'TestKindClusterFromBuiltNodeImage' -v ./internal/cluster/kind/
 
 unit: ## fast tests only (no cluster)
 	$(GO) test -count=1 -short ./...

@@ -58,6 +58,9 @@ type UpOptions struct {
 	SkipKubeconfigMerge bool
 	// BinDir holds prebuilt control-plane binaries (local provider only).
 	BinDir string
+	// NodeImage replaces the pinned kind node image (kind provider only),
+	// e.g. one `labctl build node-image` made where no registry answers.
+	NodeImage string
 }
 
 // Cluster is a running cluster.

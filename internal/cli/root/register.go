@@ -3,6 +3,7 @@ package root
 import (
 	"github.com/spf13/cobra"
 
+	buildcmd "github.com/labctl/labctl/internal/cli/build"
 	"github.com/labctl/labctl/internal/cli/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cli/controlplane"
@@ -23,6 +24,7 @@ func init() {
 		func(f *cmdutil.Factory) *cobra.Command { return down.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return status.NewCommand(f, nil) },
 		controlplane.NewCommand,
+		func(f *cmdutil.Factory) *cobra.Command { return buildcmd.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return grade.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return reset.NewCommand(f, nil) },
 		func(f *cmdutil.Factory) *cobra.Command { return doctor.NewCommand(f, nil) },

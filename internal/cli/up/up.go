@@ -29,6 +29,7 @@ type Options struct {
 	NoOperator bool
 	Kubeconfig string
 	BinDir     string
+	Image      string
 }
 
 // NewCommand returns the up command; runF replaces the work in tests of
@@ -69,6 +70,7 @@ reference of that lab's project (the Hello World operator for labs 2.4 and
 	cmd.Flags().BoolVar(&o.NoOperator, "no-operator", false, "create the cluster only")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig to merge the cluster's context into (default $KUBECONFIG or ~/.kube/config)")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "local provider: prebuilt etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
+	cmd.Flags().StringVar(&o.Image, "image", "", "kind provider: node image to use instead of the pinned kindest/node (e.g. the name labctl build node-image printed)")
 	_ = cmd.RegisterFlagCompletionFunc("provider", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return f.Providers.Names(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -105,7 +107,7 @@ func Run(ctx context.Context, o *Options) error {
 	if reason != "" {
 		fmt.Fprintf(s.ErrOut, "Provider: %s (%s)\n", prov.Name(), reason)
 	}
-	opts := cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig, BinDir: o.BinDir}
+	opts := cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig, BinDir: o.BinDir, NodeImage: o.Image}
 	c, err := prov.Up(ctx, opts)
 	auto := o.Provider == "" || o.Provider == cmdutil.ProviderAuto
 	if err != nil && auto && ctx.Err() == nil {

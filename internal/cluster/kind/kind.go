@@ -263,7 +263,7 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 	if reused {
 		step.Skip("already exists")
 	} else {
-		if err := p.create(ctx, e, api, s, step, opts.Name); err != nil {
+		if err := p.create(ctx, e, api, s, step, opts.Name, opts.NodeImage); err != nil {
 			step.Fail()
 			return nil, err
 		}
@@ -302,7 +302,7 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 	return c, nil
 }
 
-func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *iostreams.IOStreams, step *iostreams.Step, name string) error {
+func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *iostreams.IOStreams, step *iostreams.Step, name, nodeImage string) error {
 	node := ControlPlaneNode(name)
 	ct, err := e.InspectContainer(ctx, node)
 	if err != nil {
@@ -335,7 +335,10 @@ func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *ios
 		fmt.Fprintf(s.ErrOut, "%s this host uses cgroup v1, which kubelet 1.35+ refuses by default: the cluster's kubelet is configured with failCgroupV1: false (cgroup v2 is the long-term fix)\n", warn)
 	}
 	httpPort, httpsPort := p.ingressPorts(e, facts, s)
-	img := p.NodeImage
+	img := nodeImage
+	if img == "" {
+		img = p.NodeImage
+	}
 	if img == "" {
 		img = NodeImage
 	}

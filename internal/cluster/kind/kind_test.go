@@ -376,6 +376,20 @@ func comeBack(t *testing.T, env *testcluster.Cluster, node string) func() {
 	}
 }
 
+// A node image built where no registry answers (labctl build node-image)
+// replaces the pinned one when up is given it.
+func TestUpUsesTheNodeImageItIsGiven(t *testing.T) {
+	env := apiServer(t)
+	f := newFixture(t, "docker")
+	f.api.kubeconfig = kindKubeconfig(t, env, cluster.DefaultName)
+	_, err := f.p.Up(context.Background(), cluster.UpOptions{Name: cluster.DefaultName, Streams: f.s, KubeconfigPath: f.userKC,
+		NodeImage: "labctl/kind-node:v1.37.2-0123456789ab"})
+	require.NoError(t, err, f.errOut.String())
+	require.Len(t, f.api.created, 1)
+	require.Len(t, f.api.created[0].Nodes, 1)
+	assert.Equal(t, "labctl/kind-node:v1.37.2-0123456789ab", f.api.created[0].Nodes[0].Image)
+}
+
 func TestUpReusesAndStartsStoppedDockerNodes(t *testing.T) {
 	env := apiServer(t)
 	f := newFixture(t, "docker")
