@@ -37,7 +37,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 	case len(e.Eventually) > 0:
 		want := DescribeAssertions(e.Eventually)
 		var observed string
-		last, err := r.waitFor(ctx, gvr, ref.Name, timeout, func(u *unstructured.Unstructured) (bool, error) {
+		last, err := r.waitFollowing(ctx, gvr, ref.Name, timeout, e.Progress, func(u *unstructured.Unstructured) (bool, error) {
 			ok, obs := EvalAssertions(u, e.Eventually)
 			observed = obs
 			return ok, nil
@@ -51,7 +51,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		if last == nil {
 			observed = ref.String() + " does not exist"
 		}
-		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: timed out after %s waiting for %s; last seen: %s", ref, roundDur(timeout), want, observed),
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: %s waiting for %s; last seen: %s", ref, oneLine(err), want, observed),
 			Expected: want, Observed: observed, Object: last, Related: related}
 
 	case len(e.Consistently) > 0:

@@ -40,6 +40,12 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 	rctx, stopRecording := context.WithCancel(ctx)
 	defer stopRecording()
 	var blocked string
+	// setUp is the evidence of a wait that timed out: the next assertion,
+	// which that wait set up, fails with it (the defect is charged once,
+	// there); the ones after it are not run.
+	var setUp string
+	// notes go with the next assertion (a wait that never got quiet).
+	var notes []string
 	for _, ref := range sc.Record {
 		rec, err := s.record(rctx, ref)
 		if err != nil {
@@ -59,7 +65,18 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 			if blocked != "" {
 				continue
 			}
-			if err := s.act(ctx, step); err != nil {
+			err := s.act(ctx, step)
+			switch {
+			case err == nil:
+			case errors.As(err, new(*neverQuiet)):
+				// Not quiet is no failure (the operator-health checks judge
+				// a busy operator), but the next assertion says it ran
+				// while the operator was still reacting.
+				notes = append(notes, fmt.Sprintf("step %d (%s): %s", i+1, describeAction(step), oneLine(err)))
+			case step.Wait != nil && isTimeout(err) && ctx.Err() == nil:
+				setUp = fmt.Sprintf("step %d (%s) %s", i+1, describeAction(step), oneLine(err))
+				blocked = setUp
+			default:
 				blocked = fmt.Sprintf("step %d (%s) failed: %s", i+1, describeAction(step), oneLine(err))
 			}
 			continue
@@ -75,6 +92,11 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 		ends := make([]time.Time, len(group))
 		var wg sync.WaitGroup
 		for g, st := range group {
+			if setUp != "" {
+				outs[g], ends[g] = Outcome{Status: report.Fail, Message: "could not be set up: " + setUp}, time.Now()
+				setUp = ""
+				continue
+			}
 			if blocked != "" {
 				outs[g], ends[g] = Outcome{Status: report.Error, Message: notRun + blocked}, time.Now()
 				continue
@@ -87,6 +109,10 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 			}()
 		}
 		wg.Wait()
+		if len(notes) > 0 {
+			outs[0].Notes = append(notes, outs[0].Notes...)
+			notes = nil
+		}
 		for g, st := range group {
 			c := r.toCheck(ctx, st, outs[g])
 			c.Scenario = sc.Name
@@ -143,12 +169,17 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 		if q := step.Wait.Quiet; q != nil {
 			return r.settle(ctx, gvr, step.Wait.Ref.Name, r.stretched(q.For(r.profile)), r.timeout(step))
 		}
-		_, err = r.waitFor(ctx, gvr, step.Wait.Ref.Name, r.timeout(step), func(u *unstructured.Unstructured) (bool, error) {
-			ok, _ := EvalAssertions(u, step.Wait.Eventually)
+		var observed string
+		last, err := r.waitFollowing(ctx, gvr, step.Wait.Ref.Name, r.timeout(step), step.Wait.Progress, func(u *unstructured.Unstructured) (bool, error) {
+			ok, obs := EvalAssertions(u, step.Wait.Eventually)
+			observed = obs
 			return ok, nil
 		})
 		if isTimeout(err) && ctx.Err() == nil {
-			return nil // not an assertion: go on and let the next steps judge
+			if last == nil {
+				observed = step.Wait.Ref.String() + " does not exist"
+			}
+			return fmt.Errorf("%w waiting for %s; last seen: %s", err, DescribeAssertions(step.Wait.Eventually), observed)
 		}
 		return err
 	case step.Delete != nil:
@@ -327,8 +358,8 @@ func (rec *recorder) add(u *unstructured.Unstructured) {
 
 // waitRV waits until the recorder has seen resourceVersion rv (or a later
 // one): a check that reads the history right after another step saw the
-// object must not race the recorder's own watch.
-func (rec *recorder) waitRV(ctx context.Context, rv int64, timeout time.Duration) {
+// object must not race the recorder's own watch. It reports whether it did.
+func (rec *recorder) waitRV(ctx context.Context, rv int64, timeout time.Duration) bool {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
@@ -336,7 +367,7 @@ func (rec *recorder) waitRV(ctx context.Context, rv int64, timeout time.Duration
 		for _, o := range rec.states {
 			if o.RV() >= rv {
 				rec.mu.Unlock()
-				return
+				return true
 			}
 		}
 		ch := rec.changed
@@ -344,11 +375,11 @@ func (rec *recorder) waitRV(ctx context.Context, rv int64, timeout time.Duration
 		select {
 		case <-ch:
 		case <-rec.done:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		case <-timer.C:
-			return
+			return false
 		}
 	}
 }
@@ -368,6 +399,8 @@ func isTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded)
 func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name string, quiet, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	start := time.Now()
+	changes := 0
 	changed := make(chan struct{}, 1)
 	lw := kube.NameListWatch(r.dyn.Resource(gvr).Namespace(r.ns), name)
 	go func() {
@@ -388,15 +421,26 @@ func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name 
 		case <-timer.C:
 			return nil
 		case <-changed:
+			changes++
 			if !timer.Stop() {
 				<-timer.C
 			}
 			timer.Reset(quiet)
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
-				return nil // never quiet: go on, the next steps judge
+				return &neverQuiet{quiet: quiet, waited: time.Since(start), changes: changes}
 			}
 			return ctx.Err()
 		}
 	}
+}
+
+// neverQuiet is a settle that ran out of time: the object kept changing.
+type neverQuiet struct {
+	quiet, waited time.Duration
+	changes       int
+}
+
+func (e *neverQuiet) Error() string {
+	return fmt.Sprintf("never unchanged for %s within %s (%d changes): the steps after it ran while the operator was still reacting", roundDur(e.quiet), roundDur(e.waited), e.changes)
 }

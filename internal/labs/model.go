@@ -164,9 +164,10 @@ type Step struct {
 	Patch  *Patch  `json:"patch,omitempty"`
 	Delete *Delete `json:"delete,omitempty"`
 	// Wait is an expect-eventually (or, with quiet, a wait for the object
-	// to stop changing) that is no assertion: the scenario goes on when it
-	// times out. It lets the operator settle before the next step without
-	// judging it.
+	// to stop changing) that is no assertion of its own: it sets up the
+	// assertions after it. When an eventually wait times out, the next
+	// assertion fails with the wait's evidence and the rest of the
+	// scenario is not run (a step never continues after its own timeout).
 	Wait   *Expect  `json:"wait,omitempty"`
 	Expect *Expect  `json:"expect,omitempty"`
 	Check  *GoCheck `json:"check,omitempty"`
@@ -232,6 +233,22 @@ type Expect struct {
 	// Quiet (wait steps only): wait until the object has not changed for
 	// this long, so that the operator has finished reacting to it.
 	Quiet *Timeout `json:"quiet,omitempty"`
+	// Progress (eventually only) lets the wait follow the operator instead
+	// of a fixed window: see Progress.
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Progress keeps an eventually wait going past its timeout while the
+// operator is visibly working: some object of Kind in the run's namespace
+// changed its status within the last Idle. One worker reconciles objects
+// created together in turn, so what a step may take grows with how many
+// there are: the wait ends at the latest after its timeout plus Each per
+// object of Kind in the namespace when it starts. A pass still ends as
+// soon as the assertions hold; only a failure takes longer.
+type Progress struct {
+	Kind string  `json:"kind"`
+	Idle Timeout `json:"idle"`
+	Each Timeout `json:"each"`
 }
 
 // Mode says which of eventually/consistently/recreated/absent is set.
