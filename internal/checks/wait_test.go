@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/labctl/labctl/internal/report"
 )
 
 // A progress-following wait ends at its timeout when the operator is idle,
@@ -57,4 +59,20 @@ func TestNeverQuietSaysWhy(t *testing.T) {
 	err := &neverQuiet{quiet: time.Second, waited: 4 * time.Second, changes: 9}
 	assert.Equal(t, "never unchanged for 1s within 4s (9 changes): the steps after it ran while the operator was still reacting", err.Error())
 	assert.False(t, isTimeout(err), "a settle that never got quiet does not block the scenario")
+}
+
+// Once a course bug's signature is seen (labs.Stuck), the scenario's later
+// failures are warnings that say why; before it, nothing is excused.
+func TestExcuseAfterAStuckSignature(t *testing.T) {
+	first := []Outcome{{Status: report.Fail}, {Status: report.Warn, Excuse: "backup/b stayed InProgress (course bug B32)"}}
+	excused := excuse(first, "")
+	assert.Equal(t, report.Fail, first[0].Status, "a failure in the same group as the signature stands")
+	assert.Equal(t, "backup/b stayed InProgress (course bug B32)", excused)
+
+	later := []Outcome{{Status: report.Fail}, {Status: report.Error}, {Status: report.Pass}}
+	assert.Equal(t, excused, excuse(later, excused))
+	assert.Equal(t, report.Warn, later[0].Status)
+	assert.Equal(t, report.Warn, later[1].Status)
+	assert.Equal(t, report.Pass, later[2].Status)
+	assert.Contains(t, later[0].Notes, "reported as a warning: backup/b stayed InProgress (course bug B32)")
 }

@@ -397,6 +397,9 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 			}
 		}
 		l.validateProgress(st.Wait, at, add)
+		if st.Wait.Stuck != nil {
+			add("%s: stuck belongs to expect steps", at)
+		}
 	case st.Expect != nil:
 		e := st.Expect
 		ref(e.Ref)
@@ -411,6 +414,19 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 			add("%s: quiet belongs to wait steps", at)
 		}
 		l.validateProgress(e, at, add)
+		if k := e.Stuck; k != nil {
+			if len(e.Eventually) == 0 {
+				add("%s: stuck belongs to eventually", at)
+			}
+			if k.Bug == "" || len(k.When) == 0 || k.Why.EN == "" || k.Why.RU == "" {
+				add("%s: stuck needs bug, when and why (en and ru)", at)
+			}
+			for _, a := range k.When {
+				if err := a.validate(); err != nil {
+					add("%s: stuck: %v", at, err)
+				}
+			}
+		}
 		for _, a := range append(slices.Clone(e.Eventually), e.Consistently...) {
 			if err := a.validate(); err != nil {
 				add("%s: %v", at, err)

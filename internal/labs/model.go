@@ -236,6 +236,23 @@ type Expect struct {
 	// Progress (eventually only) lets the wait follow the operator instead
 	// of a fixed window: see Progress.
 	Progress *Progress `json:"progress,omitempty"`
+	// Stuck (expect eventually only) names a course bug whose signature
+	// is the object left in a state its operator never leaves: see Stuck.
+	Stuck *Stuck `json:"stuck,omitempty"`
+}
+
+// Stuck is the signature of a course bug (course catalogue §5) that
+// strikes in some runs only, such as B32: the Backup left InProgress
+// because the operator's final status update conflicted. When the wait
+// times out with the object as When says, and the audit log shows that
+// the operator's last write of the object's status was refused with 409
+// Conflict, the step is a warning with that evidence, and so are the
+// failures of the scenario's later steps (they needed what it waited
+// for): the grade is the same whether the race struck or not.
+type Stuck struct {
+	Bug  string      `json:"bug"`
+	When []Assertion `json:"when"`
+	Why  Text        `json:"why"`
 }
 
 // Progress keeps an eventually wait going past its timeout while the
