@@ -210,6 +210,7 @@ var courseVariants = []struct{ name, lab string }{
 	{"secret-map-func", "lab-4.3"},
 	{"requeue-for-visualisation", "lab-4.4"},
 	{"polling-simulated-backup", "lab-8.2"},
+	{"stale-reread-backup", "lab-8.2"},
 	{"hello-without-owns-configmap", "lab-2.4"},
 	{"hello-without-owns-configmap", "lab-3.1"},
 }

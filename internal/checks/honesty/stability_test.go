@@ -13,14 +13,17 @@ import (
 
 // stabilityRuns are the submissions `make stability` grades again and
 // again: the reference, course variants (the course's own code shapes)
-// and a racy operator (no-conflict-retry: its lost update depends on
-// timing unless the check provokes the conflict).
+// and racy operators (no-conflict-retry: its lost update depends on
+// timing unless the check provokes the conflict; stale-reread-backup: the
+// course's Backup controller, whose Backup stays InProgress in some runs,
+// course bug B32).
 var stabilityRuns = []struct{ name, patch, lab string }{
 	{"reference", "", "lab-4.3"},
 	{"reference", "", "lab-8.2"},
 	{"course/secret-map-func", "testdata/course/secret-map-func.patch", "lab-4.3"},
 	{"course/polling-simulated-backup", "testdata/course/polling-simulated-backup.patch", "lab-8.2"},
 	{"racy/no-conflict-retry", "testdata/mutants/no-conflict-retry.patch", "lab-3.4"},
+	{"racy/course/stale-reread-backup", "testdata/course/stale-reread-backup.patch", "lab-8.2"},
 }
 
 // TestStability grades each submission of stabilityRuns N times on a quiet
