@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/labctl/labctl/internal/report"
 )
 
 // stabilityRuns are the submissions `make stability` grades again and
@@ -50,6 +52,8 @@ func TestStability(t *testing.T) {
 			dir := copyOperator(t, run.patch)
 			op := deployOperator(t, dir)
 			scores := map[string][]int{}
+			struck := map[string]int{}
+			firstStruck := ""
 			firstFailed := ""
 			for _, cond := range []string{"quiet", "loaded"} {
 				stop := func() {}
@@ -59,6 +63,13 @@ func TestStability(t *testing.T) {
 				for range n {
 					rep := verify(t, run.lab, op, dir)
 					scores[cond] = append(scores[cond], rep.Summary.Points)
+					if msg := struckBug(rep); msg != "" {
+						struck[cond]++
+						if firstStruck == "" {
+							firstStruck = msg
+							t.Logf("a course bug's race struck: %s", msg)
+						}
+					}
 					failed := fmt.Sprint(rep.FailedTasks())
 					if firstFailed == "" {
 						firstFailed = failed
@@ -68,7 +79,8 @@ func TestStability(t *testing.T) {
 				}
 				stop()
 			}
-			line := fmt.Sprintf("%-34s %-8s quiet %v loaded %v", run.name, run.lab, scores["quiet"], scores["loaded"])
+			line := fmt.Sprintf("%-34s %-8s quiet %v loaded %v; a course bug's race struck in %d+%d of %d+%d", run.name, run.lab,
+				scores["quiet"], scores["loaded"], struck["quiet"], struck["loaded"], n, n)
 			table = append(table, line)
 			t.Log(line)
 			all := append(append([]int(nil), scores["quiet"]...), scores["loaded"]...)
@@ -78,6 +90,19 @@ func TestStability(t *testing.T) {
 		})
 	}
 	t.Log("stability (points per grade):\n" + strings.Join(table, "\n"))
+}
+
+// struckBug is the first check of rep that reports a course bug's race
+// (labs.Stuck) as a warning, with its message; "" when none did.
+func struckBug(rep *report.Report) string {
+	for _, task := range rep.Tasks {
+		for _, c := range task.Checks {
+			if c.Status == report.Warn && strings.Contains(c.Message, "(course bug ") {
+				return c.ID + ": " + c.Message
+			}
+		}
+	}
+	return ""
 }
 
 // burnCPU starts k busy processes (yes >/dev/null) and returns what stops
