@@ -400,6 +400,9 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 		if st.Wait.Stuck != nil {
 			add("%s: stuck belongs to expect steps", at)
 		}
+		if o := st.Wait.OnTimeout; o != "" && o != "continue" {
+			add("%s: onTimeout %q: only continue", at, o)
+		}
 	case st.Expect != nil:
 		e := st.Expect
 		ref(e.Ref)
@@ -414,6 +417,9 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 			add("%s: quiet belongs to wait steps", at)
 		}
 		l.validateProgress(e, at, add)
+		if e.OnTimeout != "" {
+			add("%s: onTimeout belongs to wait steps", at)
+		}
 		if k := e.Stuck; k != nil {
 			if len(e.Eventually) == 0 {
 				add("%s: stuck belongs to eventually", at)

@@ -236,6 +236,12 @@ type Expect struct {
 	// Progress (eventually only) lets the wait follow the operator instead
 	// of a fixed window: see Progress.
 	Progress *Progress `json:"progress,omitempty"`
+	// OnTimeout "continue" (wait steps only) is for a wait whose later steps
+	// do not need what it waited for (it only gives the operator a chance
+	// to act first): on a timeout the scenario goes on, and the next
+	// assertion carries the wait's evidence as a note. By default a
+	// timed-out wait fails the assertion it sets up.
+	OnTimeout string `json:"onTimeout,omitempty"`
 	// Stuck (expect eventually only) names a course bug whose signature
 	// is the object left in a state its operator never leaves: see Stuck.
 	Stuck *Stuck `json:"stuck,omitempty"`
