@@ -10,7 +10,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # into $XDG_CACHE_HOME/labctl/controlplane and reused.
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build test unit integration operator-test lint bench demo controlplane controlplane-pins kind-e2e clean
+.PHONY: all build test unit integration operator-test lint bench stability demo controlplane controlplane-pins kind-e2e clean
 
 all: build
 
@@ -43,6 +43,10 @@ lint: ## gofmt + go vet, both modules
 
 bench: controlplane build ## measure: up time, memory, verify times; prints a table
 	LABCTL_BIN_DIR=$$(cat .controlplane-dir) ./hack/bench.sh
+
+STABILITY_RUNS ?= 5
+stability: controlplane ## grade the reference, course variants and a racy operator STABILITY_RUNS times quiet and loaded; fails if a score differs
+	LABCTL_BIN_DIR=$$(cat .controlplane-dir) LABCTL_STABILITY=$(STABILITY_RUNS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run TestStability -v ./internal/checks/honesty/
 
 demo: build ## bring up a local cluster with the reference operator
 	$(BIN) up --provider local --name demo

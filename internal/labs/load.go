@@ -396,6 +396,13 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 				add("%s: %v", at, err)
 			}
 		}
+		l.validateProgress(st.Wait, at, add)
+		if st.Wait.Stuck != nil {
+			add("%s: stuck belongs to expect steps", at)
+		}
+		if o := st.Wait.OnTimeout; o != "" && o != "continue" {
+			add("%s: onTimeout %q: only continue", at, o)
+		}
 	case st.Expect != nil:
 		e := st.Expect
 		ref(e.Ref)
@@ -409,6 +416,23 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 		if e.Quiet != nil {
 			add("%s: quiet belongs to wait steps", at)
 		}
+		l.validateProgress(e, at, add)
+		if e.OnTimeout != "" {
+			add("%s: onTimeout belongs to wait steps", at)
+		}
+		if k := e.Stuck; k != nil {
+			if len(e.Eventually) == 0 {
+				add("%s: stuck belongs to eventually", at)
+			}
+			if k.Bug == "" || len(k.When) == 0 || k.Why.EN == "" || k.Why.RU == "" {
+				add("%s: stuck needs bug, when and why (en and ru)", at)
+			}
+			for _, a := range k.When {
+				if err := a.validate(); err != nil {
+					add("%s: stuck: %v", at, err)
+				}
+			}
+		}
 		for _, a := range append(slices.Clone(e.Eventually), e.Consistently...) {
 			if err := a.validate(); err != nil {
 				add("%s: %v", at, err)
@@ -418,6 +442,22 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 		if st.Check.Name == "" {
 			add("%s: check needs a name", at)
 		}
+	}
+}
+
+func (l *Lab) validateProgress(e *Expect, at string, add func(string, ...any)) {
+	p := e.Progress
+	if p == nil {
+		return
+	}
+	if len(e.Eventually) == 0 {
+		add("%s: progress belongs to eventually", at)
+	}
+	if _, err := l.ResolveKind(strings.ToLower(p.Kind)); err != nil {
+		add("%s: progress: %v", at, err)
+	}
+	if p.Idle.Local <= 0 || p.Idle.Kind <= 0 || p.Each.Local <= 0 || p.Each.Kind <= 0 {
+		add("%s: progress needs idle and each for both profiles", at)
 	}
 }
 

@@ -168,9 +168,10 @@ type Step struct {
 	Patch  *Patch  `json:"patch,omitempty"`
 	Delete *Delete `json:"delete,omitempty"`
 	// Wait is an expect-eventually (or, with quiet, a wait for the object
-	// to stop changing) that is no assertion: the scenario goes on when it
-	// times out. It lets the operator settle before the next step without
-	// judging it.
+	// to stop changing) that is no assertion of its own: it sets up the
+	// assertions after it. When an eventually wait times out, the next
+	// assertion fails with the wait's evidence and the rest of the
+	// scenario is not run (a step never continues after its own timeout).
 	Wait   *Expect  `json:"wait,omitempty"`
 	Expect *Expect  `json:"expect,omitempty"`
 	Check  *GoCheck `json:"check,omitempty"`
@@ -236,6 +237,45 @@ type Expect struct {
 	// Quiet (wait steps only): wait until the object has not changed for
 	// this long, so that the operator has finished reacting to it.
 	Quiet *Timeout `json:"quiet,omitempty"`
+	// Progress (eventually only) lets the wait follow the operator instead
+	// of a fixed window: see Progress.
+	Progress *Progress `json:"progress,omitempty"`
+	// OnTimeout "continue" (wait steps only) is for a wait whose later steps
+	// do not need what it waited for (it only gives the operator a chance
+	// to act first): on a timeout the scenario goes on, and the next
+	// assertion carries the wait's evidence as a note. By default a
+	// timed-out wait fails the assertion it sets up.
+	OnTimeout string `json:"onTimeout,omitempty"`
+	// Stuck (expect eventually only) names a course bug whose signature
+	// is the object left in a state its operator never leaves: see Stuck.
+	Stuck *Stuck `json:"stuck,omitempty"`
+}
+
+// Stuck is the signature of a course bug (course catalogue §5) that
+// strikes in some runs only, such as B32: the Backup left InProgress
+// because the operator's final status update conflicted. When the wait
+// times out with the object as When says, and the audit log shows that
+// the operator's last write of the object's status was refused with 409
+// Conflict, the step is a warning with that evidence, and so are the
+// failures of the scenario's later steps (they needed what it waited
+// for): the grade is the same whether the race struck or not.
+type Stuck struct {
+	Bug  string      `json:"bug"`
+	When []Assertion `json:"when"`
+	Why  Text        `json:"why"`
+}
+
+// Progress keeps an eventually wait going past its timeout while the
+// operator is visibly working: some object of Kind in the run's namespace
+// changed its status within the last Idle. One worker reconciles objects
+// created together in turn, so what a step may take grows with how many
+// there are: the wait ends at the latest after its timeout plus Each per
+// object of Kind in the namespace when it starts. A pass still ends as
+// soon as the assertions hold; only a failure takes longer.
+type Progress struct {
+	Kind string  `json:"kind"`
+	Idle Timeout `json:"idle"`
+	Each Timeout `json:"each"`
 }
 
 // Mode says which of eventually/consistently/recreated/absent is set.

@@ -232,6 +232,7 @@ var courseVariants = []struct{ name, lab string }{
 	// Shapes the lab allows: markers anywhere in the package (B33).
 	{"backups-marker-from-backup-controller", "lab-8.2"},
 	{"reconcile-in-state-machine-file", "lab-8.2"},
+	{"stale-reread-backup", "lab-8.2"},
 	{"hello-without-owns-configmap", "lab-2.4"},
 	{"hello-without-owns-configmap", "lab-3.1"},
 }

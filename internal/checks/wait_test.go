@@ -1,0 +1,78 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/labctl/labctl/internal/report"
+)
+
+// A progress-following wait ends at its timeout when the operator is idle,
+// later while it keeps changing statuses, and never past its cap.
+func TestProgressDeadline(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	timeout, idle := 6*time.Second, 3*time.Second
+	limit := at(30)
+	cases := []struct {
+		name       string
+		lastChange time.Time
+		want       time.Time
+	}{
+		{"no progress at all: the timeout", time.Time{}, at(6)},
+		{"progress long before the timeout: the timeout", at(1), at(6)},
+		{"progress just before the timeout: idle after it", at(5), at(8)},
+		{"progress keeps coming: idle after the last", at(20), at(23)},
+		{"progress near the cap: the cap", at(29), at(30)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, progressDeadline(start, timeout, c.lastChange, idle, limit))
+		})
+	}
+}
+
+// A timed-out wait is a timeout to errors.Is and says how long it waited
+// and what the operator did meanwhile.
+func TestWaitTimeoutSaysWhatHappened(t *testing.T) {
+	plain := &waitTimeout{waited: 6 * time.Second, timeout: 6 * time.Second}
+	assert.True(t, errors.Is(plain, context.DeadlineExceeded))
+	assert.True(t, isTimeout(plain))
+	assert.Equal(t, "timed out after 6s", plain.Error())
+
+	idle := &waitTimeout{waited: 6 * time.Second, following: "database"}
+	assert.Equal(t, "timed out after 6s (no database status changed meanwhile)", idle.Error())
+
+	slowed := &waitTimeout{waited: 11 * time.Second, following: "database", changes: 14, quietFor: 3 * time.Second}
+	assert.Equal(t, "timed out after 11s (14 database status changes meanwhile, the last 3s before the end)", slowed.Error())
+
+	capped := &waitTimeout{waited: 36 * time.Second, following: "database", changes: 90, quietFor: 100 * time.Millisecond, capped: true}
+	assert.Contains(t, capped.Error(), "the most this step may take")
+}
+
+// A settle that never got quiet is reported, not swallowed.
+func TestNeverQuietSaysWhy(t *testing.T) {
+	err := &neverQuiet{quiet: time.Second, waited: 4 * time.Second, changes: 9}
+	assert.Equal(t, "never unchanged for 1s within 4s (9 changes): the steps after it ran while the operator was still reacting", err.Error())
+	assert.False(t, isTimeout(err), "a settle that never got quiet does not block the scenario")
+}
+
+// Once a course bug's signature is seen (labs.Stuck), the scenario's later
+// failures are warnings that say why; before it, nothing is excused.
+func TestExcuseAfterAStuckSignature(t *testing.T) {
+	first := []Outcome{{Status: report.Fail}, {Status: report.Warn, Excuse: "backup/b stayed InProgress (course bug B32)"}}
+	excused := excuse(first, "")
+	assert.Equal(t, report.Fail, first[0].Status, "a failure in the same group as the signature stands")
+	assert.Equal(t, "backup/b stayed InProgress (course bug B32)", excused)
+
+	later := []Outcome{{Status: report.Fail}, {Status: report.Error}, {Status: report.Pass}}
+	assert.Equal(t, excused, excuse(later, excused))
+	assert.Equal(t, report.Warn, later[0].Status)
+	assert.Equal(t, report.Warn, later[1].Status)
+	assert.Equal(t, report.Pass, later[2].Status)
+	assert.Contains(t, later[0].Notes, "reported as a warning: backup/b stayed InProgress (course bug B32)")
+}
