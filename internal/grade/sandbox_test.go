@@ -3,11 +3,14 @@ package grade_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +79,9 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 			home,
 		},
 		"kill": []int{os.Getpid()},
+		// The grader's network: a TCP listener and an abstract unix
+		// socket (what dockerd's is) of this process.
+		"dial": []string{graderListener(t, "tcp", "127.0.0.1:0"), graderListener(t, "unix", fmt.Sprintf("@labctl-evil-test-%d", os.Getpid()))},
 	}
 	raw, err := json.Marshal(targets)
 	require.NoError(t, err)
@@ -110,7 +116,7 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	}
 	t.Logf("%d attacks tried, all lines:\n%s", len(attempts), strings.Join(grep(log, "LABCTL-EVIL"), "\n"))
 	assert.Empty(t, succeeded, "attacks that worked")
-	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + 2 /* pids */ + 8
+	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + 2 /* pids */ + 8
 	assert.GreaterOrEqual(t, len(attempts), wantAttempts, "every attack ran")
 	require.Regexp(t, `LABCTL-EVIL running as uid (\d+)`, log)
 	assert.NotContains(t, log, "running as uid 0 ")
@@ -135,6 +141,20 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 		assert.ErrorIs(t, err, os.ErrNotExist, d)
 	}
 	requireNothingRunning(t, work)
+
+	// Its port trap ran, in its own network: the honest neighbour's full
+	// marks above are the proof it starved no one else.
+	assert.Contains(t, log, "LABCTL-EVIL port trap holds")
+	// What outlives a process died with its box: SysV objects (its IPC
+	// namespace) and files in /run/lock (a private tmpfs).
+	assert.Contains(t, log, "LABCTL-EVIL left SysV shm")
+	evilUID := sandbox.UIDFor(work + "\x00evil")
+	for _, kind := range []string{"shm", "sem", "msg"} {
+		assert.NotContains(t, sysvOwners(t, kind), evilUID, "a SysV %s of the evil submission outlived its grading", kind)
+	}
+	_, err = os.Stat("/run/lock/evil-was-here")
+	assert.ErrorIs(t, err, os.ErrNotExist, "a file in /run/lock outlived its grading")
+
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)
 	var names []string
@@ -142,6 +162,47 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	assert.ElementsMatch(t, []string{"class", "out", "work"}, names, "nothing escaped next to the work directory")
+}
+
+// graderListener listens on addr for the test's life and returns its
+// address (a unix socket's name as given).
+func graderListener(t *testing.T, network, addr string) string {
+	t.Helper()
+	l, err := net.Listen(network, addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if network == "unix" {
+		return addr
+	}
+	return l.Addr().String()
+}
+
+// sysvOwners lists the uids owning the machine's SysV objects of a kind
+// (shm, sem, msg), from /proc/sysvipc.
+func sysvOwners(t *testing.T, kind string) []int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/sysvipc/" + kind)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	col := slices.Index(strings.Fields(lines[0]), "uid")
+	require.GreaterOrEqual(t, col, 0)
+	var uids []int
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > col {
+			uid, _ := strconv.Atoi(f[col])
+			uids = append(uids, uid)
+		}
+	}
+	return uids
 }
 
 func userCache(t *testing.T) string {
@@ -163,4 +224,38 @@ func grep(s, word string) []string {
 		}
 	}
 	return out
+}
+
+// TestHugeSubmissionHoldsNoSlot grades a submission of 30,000 empty files
+// under a 5 s limit: copying it stops at the file bound, at once, and
+// the result says why (an error of grading: nothing was judged).
+func TestHugeSubmissionHoldsNoSlot(t *testing.T) {
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip("no sandbox on this machine: " + sup.Reason)
+	}
+	lab := loadLab(t, "lab-8.2")
+	root := t.TempDir()
+	subs := materialize(t, filepath.Join(root, "class"), []fixture{{Student: "huge"}}, true)
+	junk := filepath.Join(subs[0].Dir, "junk")
+	require.NoError(t, os.MkdirAll(junk, 0o755))
+	for i := range 30_000 {
+		f, err := os.Create(filepath.Join(junk, strconv.Itoa(i)))
+		require.NoError(t, err)
+		f.Close()
+	}
+	s, _, stderr := iostreams.Test(false)
+	start := time.Now()
+	gb, err := grade.Run(context.Background(), grade.Options{
+		Lab: lab, Submissions: subs, Timeout: 5 * time.Second, OutDir: filepath.Join(root, "out"),
+		Streams: s, Binaries: binaries, WorkDir: filepath.Join(root, "work"),
+	})
+	took := time.Since(start)
+	require.Error(t, err, "%s", stderr)
+	sub, _ := gb.Submission("huge")
+	require.NotNil(t, sub)
+	assert.Equal(t, report.OutcomeError, sub.Outcome)
+	assert.Contains(t, sub.Message, "more than")
+	// Seconds, not the minutes it took unbounded (slack for a busy machine).
+	assert.Less(t, took, 20*time.Second, "the copy held its slot")
+	t.Logf("%s after %s", sub.Message, took.Round(time.Millisecond))
 }
