@@ -95,6 +95,7 @@ func runBox(in io.Reader, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "labctl grade box: cannot bring up the loopback interface:", err)
 		return 3
 	}
+	denyGitFetches()
 	// The grader ends the box with SIGTERM when its run is interrupted:
 	// this attempt then tears down and reports nothing.
 	parent, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -126,6 +127,17 @@ func runBox(in io.Reader, out io.Writer) int {
 	}
 	enc.send(boxMessage{Result: res})
 	return 0
+}
+
+// denyGitFetches makes every git this box's grader starts refuse to
+// fetch, over any protocol, local paths included: kustomize clones a
+// `resources:` entry like file:///elsewhere?ref=main with git, as root,
+// and the submission's own manifests must be all it renders. (URLs it
+// would fetch over HTTP reach only this box's loopback.)
+func denyGitFetches() {
+	for k, v := range map[string]string{"GIT_ALLOW_PROTOCOL": "none", "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"} {
+		_ = os.Setenv(k, v)
+	}
 }
 
 // loopbackUp brings up lo, the only interface of a new network namespace.
