@@ -522,6 +522,9 @@ func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box
 		})
 	}
 	phase("deploy", t)
+	if op != nil && op.SourceHash != "" {
+		res.Built = fmt.Sprintf("built by labctl from the main package of the submission's cmd/main.go (sources %.12s)", op.SourceHash)
+	}
 	var buildErr *gobuild.Error
 	switch {
 	case errors.As(err, &buildErr):
