@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,5 +191,24 @@ func TestLabsCrossIntoABox(t *testing.T) {
 		var got boxJob
 		require.NoError(t, json.Unmarshal(raw, &got), lab.ID)
 		require.Equal(t, lab, got.Lab, lab.ID)
+	}
+}
+
+// BenchmarkBoxNamespaces is what a box adds to sandbox.BenchmarkSandboxSetup:
+// a process started in new network, IPC and UTS namespaces that brings
+// its loopback up.
+func BenchmarkBoxNamespaces(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		b.Skip("no ip command")
+	}
+	for b.Loop() {
+		cmd := exec.Command("ip", "link", "set", "lo", "up")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: boxCloneflags}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
 	}
 }

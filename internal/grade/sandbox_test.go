@@ -1,6 +1,7 @@
 package grade_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,15 +89,49 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(subs[1].Dir, "evil-targets.json"), raw, 0o644))
 
-	s, stdout, stderr := iostreams.Test(false)
+	s, stdout, _ := iostreams.Test(false)
+	stderr := &syncBuffer{}
+	s.ErrOut = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	gb, err := grade.Run(ctx, grade.Options{
-		Lab: lab, Submissions: subs, Jobs: 2, Timeout: 6 * time.Minute, OutDir: out,
-		Streams: s, Binaries: binaries, WorkDir: work,
+	type graded struct {
+		gb  *report.Gradebook
+		err error
+	}
+	first := make(chan graded, 1)
+	go func() {
+		gb, err := grade.Run(ctx, grade.Options{
+			Lab: lab, Submissions: subs, Jobs: 2, Timeout: 6 * time.Minute, OutDir: out,
+			Streams: s, Binaries: binaries, WorkDir: work,
+		})
+		first <- graded{gb, err}
+	}()
+
+	// A neighbour whose cluster starts while the evil manager's port trap
+	// holds the lower half of the ephemeral range (it starts before the
+	// manager is ready, so by "evil: verifying"): graded beside it, it
+	// must score what it scores alone, full marks.
+	t.Setenv("TMPDIR", os.Getenv("TMPDIR")) // two runs each point it at their work dir
+	neighbour := materialize(t, filepath.Join(root, "class2"), []fixture{{Student: "neighbour"}}, true)
+	for wait := time.Now().Add(5 * time.Minute); time.Now().Before(wait); time.Sleep(200 * time.Millisecond) {
+		if out := stderr.String(); strings.Contains(out, "evil: verifying") || strings.Contains(out, "evil: tearing down") {
+			break
+		}
+	}
+	s2, _, stderr2 := iostreams.Test(false)
+	gb2, err := grade.Run(ctx, grade.Options{
+		Lab: lab, Submissions: neighbour, Timeout: 6 * time.Minute, OutDir: filepath.Join(root, "out2"),
+		Streams: s2, Binaries: binaries, WorkDir: filepath.Join(root, "work2"),
 	})
+	t.Logf("neighbour:\n%s", stderr2)
+	require.NoError(t, err)
+	res := <-first
+	gb, err := res.gb, res.err
 	t.Logf("%s\n%s", stderr, stdout)
 	require.NoError(t, err)
+	nb, _ := gb2.Submission("neighbour")
+	require.NotNil(t, nb)
+	assert.Equal(t, nb.MaxPoints, nb.Score, "the neighbour graded during the port trap scores what it scores alone: %s", nb.Message)
 
 	honest, _ := gb.Submission("honest")
 	evil, _ := gb.Submission("evil")
@@ -161,7 +197,25 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	assert.ElementsMatch(t, []string{"class", "out", "work"}, names, "nothing escaped next to the work directory")
+	assert.ElementsMatch(t, []string{"class", "class2", "out", "out2", "work", "work2"}, names, "nothing escaped next to the work directory")
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a run writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // graderListener listens on addr for the test's life and returns its
