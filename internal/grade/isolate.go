@@ -57,6 +57,7 @@ type boxJob struct {
 	ManagerReadyTimeout time.Duration            `json:"managerReadyTimeout"`
 	Limits              supervise.Limits         `json:"limits"`
 	Lang                string                   `json:"lang"`
+	Credit              Credit                   `json:"credit"`
 	Go                  string                   `json:"go"`
 	Binaries            *controlplane.Binaries   `json:"binaries,omitempty"`
 	OutDir              string                   `json:"outDir"`
@@ -107,7 +108,7 @@ func runBox(in io.Reader, out io.Writer) int {
 	g := &grader{
 		o: Options{
 			Lab: job.Lab, Timeout: job.Timeout, ManagerReadyTimeout: job.ManagerReadyTimeout,
-			Limits: job.Limits, Lang: job.Lang, Go: job.Go, Verify: checks.Run,
+			Limits: job.Limits, Lang: job.Lang, Credit: job.Credit, Go: job.Go, Verify: checks.Run,
 		},
 		out:    &outputs{dir: job.OutDir},
 		work:   job.Work,
@@ -231,7 +232,7 @@ func (g *grader) startBox(ctx context.Context, a *attempt, dir string, box *sand
 	deadline, _ := ctx.Deadline()
 	job := boxJob{
 		Lab: g.o.Lab, Sub: a.sub, Result: a.res, Deadline: deadline, Timeout: g.o.Timeout,
-		ManagerReadyTimeout: g.o.ManagerReadyTimeout, Limits: g.o.Limits, Lang: g.o.Lang, Go: g.o.Go,
+		ManagerReadyTimeout: g.o.ManagerReadyTimeout, Limits: g.o.Limits, Lang: g.o.Lang, Credit: g.o.Credit, Go: g.o.Go,
 		Binaries: bins, OutDir: g.out.dir, Work: g.work, Dir: dir, Box: box, Checks: g.checks,
 	}
 	raw, err := json.Marshal(job)
