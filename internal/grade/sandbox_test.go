@@ -281,8 +281,9 @@ func grep(s, word string) []string {
 }
 
 // TestHugeSubmissionHoldsNoSlot grades a submission of 30,000 empty files
-// under a 5 s limit: copying it stops at the file bound, at once, and
-// the result says why (an error of grading: nothing was judged).
+// under a 5 s limit: copying it stops at the file bound (an error of
+// grading: nothing was judged) or at the time limit, within seconds, and
+// the result says why.
 func TestHugeSubmissionHoldsNoSlot(t *testing.T) {
 	if sup := sandbox.Probe(); !sup.OK {
 		t.Skip("no sandbox on this machine: " + sup.Reason)
@@ -304,11 +305,16 @@ func TestHugeSubmissionHoldsNoSlot(t *testing.T) {
 		Streams: s, Binaries: binaries, WorkDir: filepath.Join(root, "work"),
 	})
 	took := time.Since(start)
-	require.Error(t, err, "%s", stderr)
+	require.NotNil(t, gb, "%v %s", err, stderr)
 	sub, _ := gb.Submission("huge")
 	require.NotNil(t, sub)
-	assert.Equal(t, report.OutcomeError, sub.Outcome)
-	assert.Contains(t, sub.Message, "more than")
+	// The file bound ends it, or on a loaded machine the time limit first.
+	if sub.Outcome == report.OutcomeTimeout {
+		assert.Contains(t, sub.Message, "while copying it")
+	} else {
+		assert.Equal(t, report.OutcomeError, sub.Outcome)
+		assert.Contains(t, sub.Message, "more than")
+	}
 	// Seconds, not the minutes it took unbounded (slack for a busy machine).
 	assert.Less(t, took, 20*time.Second, "the copy held its slot")
 	t.Logf("%s after %s", sub.Message, took.Round(time.Millisecond))
