@@ -22,6 +22,7 @@ import (
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/cluster/local"
 	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/homedir"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/supervise"
@@ -32,8 +33,10 @@ import (
 var version = "dev"
 
 func main() {
-	// labctl re-executes itself to supervise operator managers.
+	// labctl re-executes itself to supervise operator managers, and to
+	// grade each submission in a box of its own.
 	supervise.MaybeRun()
+	grade.MaybeRun()
 	os.Exit(run())
 }
 

@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +74,33 @@ func mainPackage(p *Project) string {
 	return "./cmd"
 }
 
+// mainFileBuilds makes sure the main package labctl builds is the one
+// cmd/main.go belongs to: a build constraint that leaves main.go out (so
+// that another file of the package, a launcher of some bundled binary,
+// is what runs) makes the build fail as the project's.
+func mainFileBuilds(p *Project, t *toolchain) error {
+	dir := filepath.Join(p.Dir, mainPackage(p))
+	ctxt := build.Default
+	ctxt.GOOS, ctxt.GOARCH, ctxt.GOROOT = t.GOOS, t.GOARCH, t.GOROOT
+	ctxt.CgoEnabled = t.CGOENABLED == "1"
+	ctxt.BuildTags, ctxt.ToolTags = nil, nil
+	main := filepath.Join(mainPackage(p), "main.go")
+	ok, err := ctxt.MatchFile(dir, "main.go")
+	if err == nil && !ok {
+		err = fmt.Errorf("%s is left out of the build by a build constraint", main)
+	}
+	if err == nil {
+		var f *ast.File
+		if f, err = parser.ParseFile(token.NewFileSet(), filepath.Join(dir, "main.go"), nil, parser.PackageClauseOnly); err == nil && f.Name.Name != "main" {
+			err = fmt.Errorf("%s is package %s, not main", main, f.Name.Name)
+		}
+	}
+	if err != nil {
+		return &gobuild.Error{Dir: p.Dir, Output: err.Error() + ": labctl runs the main package of " + main, Err: err}
+	}
+	return nil
+}
+
 // buildSandboxed builds p (the box's private copy) into out, which lies in
 // the box's home. The grader itself only downloads the modules go.mod
 // names (`go mod download` fetches and verifies; it runs nothing of the
@@ -79,6 +110,9 @@ func mainPackage(p *Project) string {
 // cache through an overlay, so the sandbox neither reads secrets nor
 // poisons a cache another build uses.
 func buildSandboxed(ctx context.Context, p *Project, t *toolchain, box *sandbox.Box, out string) error {
+	if err := mainFileBuilds(p, t); err != nil {
+		return err
+	}
 	dl := exec.CommandContext(ctx, t.goBin, "mod", "download")
 	dl.Dir = p.Dir
 	dl.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS=-mod=mod")

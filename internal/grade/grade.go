@@ -238,10 +238,12 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 		len(o.Submissions), o.Lab.ID, o.Jobs, limits, o.Timeout)
 
 	g := &grader{o: o, out: out, work: work, checks: checks.CountChecks(o.Lab, nil)}
+	g.binaries = sync.OnceValues(func() (*controlplane.Binaries, error) { return resolveBinaries(ctx, o) })
 	if !o.UnsafeNoSandbox {
 		g.hide = hiddenFromSubmissions(work, o.OutDir, o.Submissions)
 	}
 	g.progress = newProgress(s, o.Submissions)
+	g.stages = g.progress
 	defer g.progress.stop()
 
 	results := make([]*report.GradedSubmission, len(o.Submissions))
@@ -326,8 +328,24 @@ type grader struct {
 	work     string
 	checks   int
 	progress *progress
+	// stages hears where a submission is (the progress display, or in a
+	// box the pipe to the grader).
+	stages stageReporter
 	// hide is what no sandbox sees (nil: no sandboxes).
 	hide []string
+	// binaries are the control plane's, resolved once for every box (a
+	// box has no network to fetch or build them), when the first needs
+	// them.
+	binaries func() (*controlplane.Binaries, error)
+}
+
+// resolveBinaries finds (or fetches, or builds) the control plane as
+// each cluster would.
+func resolveBinaries(ctx context.Context, o Options) (*controlplane.Binaries, error) {
+	if o.Binaries != nil && o.BinDir == "" {
+		return o.Binaries(ctx, o.Streams)
+	}
+	return controlplane.Ensure(ctx, controlplane.Options{BinDir: o.BinDir})
 }
 
 // hiddenFromSubmissions lists what a submission's sandbox covers: the
@@ -350,78 +368,109 @@ func hiddenFromSubmissions(work, outDir string, subs []Submission) []string {
 }
 
 // one grades one submission. It returns nil when the run was interrupted
-// (nothing to record); every other ending is a result.
+// (nothing to record); every other ending is a result. The grader itself
+// clones the submission and makes its private copy; what follows (its
+// cluster, build, manager and checks) runs in a box of its own (see
+// gradeInBox) unless grading is unsandboxed.
 func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmission {
 	started := time.Now()
-	res := &report.GradedSubmission{
+	a := &attempt{g: g, sub: sub, parent: parent, res: &report.GradedSubmission{
 		Student:   sub.Student,
 		Source:    sub.Source(),
 		Graded:    started.UTC(),
 		Outcome:   report.OutcomeGraded,
 		MaxPoints: float64(g.o.Lab.MaxPoints()),
-	}
+	}}
+	res := a.res
 	// Runs last, after teardown: the wall time of the whole submission.
 	defer func() { res.Duration = report.Duration(time.Since(started)) }()
 	ctx, cancel := context.WithTimeout(parent, g.o.Timeout)
 	defer cancel()
-	phase := func(name string, since time.Time) {
-		res.Phases = append(res.Phases, report.Phase{Name: name, Duration: report.Duration(time.Since(since))})
-	}
-	finish := func() *report.GradedSubmission {
-		if res.Tasks == nil {
-			res.Tasks = zeroScores(g.o.Lab, report.Error)
-		}
-		return res
-	}
-	stopped := func(stage string) *report.GradedSubmission {
-		if parent.Err() != nil {
-			return nil
-		}
-		res.Outcome = report.OutcomeTimeout
-		res.Message = fmt.Sprintf("the time limit of %s ended grading while %s", g.o.Timeout, stage)
-		return finish()
-	}
-	failWith := func(outcome report.GradeOutcome, err error) *report.GradedSubmission {
-		res.Outcome = outcome
-		res.Message = userr.Message(err)
-		return finish()
-	}
 
 	dir := filepath.Join(g.work, sub.Student)
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return failWith(report.OutcomeError, err)
+		return a.failWith(report.OutcomeError, err)
 	}
 	defer os.RemoveAll(dir)
 	g.out.clearLogs(sub.Student)
-	log := newStepLog(func(step string) { g.progress.detail(sub.Student, step) })
-	defer func() { g.out.saveLog(sub.Student, "grade.log", log.Bytes()) }()
 
 	project := sub.Dir
 	if sub.Repo != "" {
-		g.progress.set(sub.Student, "cloning", "")
+		g.stages.set(sub.Student, "cloning", "")
 		t := time.Now()
 		commit, err := clone(ctx, g.o.Git, sub, filepath.Join(dir, "src"))
-		phase("clone", t)
+		a.phase("clone", t)
 		if err != nil {
 			if ctx.Err() != nil {
-				return stopped("cloning")
+				return a.stopped("cloning")
 			}
-			return failWith(report.OutcomeError, fmt.Errorf("cannot clone %s: %w", sub.Source(), err))
+			return a.failWith(report.OutcomeError, fmt.Errorf("cannot clone %s: %w", sub.Source(), err))
 		}
 		res.Commit = commit
 		project = filepath.Join(dir, "src")
 	}
-	var box *sandbox.Box
-	if g.hide != nil {
-		// The submission is built and run from a private copy (regular
-		// files only), as its own unprivileged user.
-		var err error
-		if box, err = g.newBox(dir, sub.Student, project); err != nil {
-			return failWith(report.OutcomeError, fmt.Errorf("cannot prepare its sandbox: %w", err))
-		}
-		project = box.Src()
+	if g.hide == nil {
+		return a.run(ctx, dir, project, nil)
 	}
+	// The submission is built and run from a private copy (regular
+	// files only), as its own unprivileged user.
+	t := time.Now()
+	box, err := g.newBox(ctx, dir, sub.Student, project)
+	a.phase("copy", t)
+	if err != nil {
+		if ctx.Err() != nil {
+			return a.stopped("copying it")
+		}
+		return a.failWith(report.OutcomeError, fmt.Errorf("cannot prepare its sandbox: %w", err))
+	}
+	return g.gradeInBox(ctx, a, dir, box)
+}
+
+// attempt is one submission's grading: its result so far and the ways it
+// ends.
+type attempt struct {
+	g      *grader
+	sub    Submission
+	parent context.Context // the run's: cancelled means interrupted
+	res    *report.GradedSubmission
+}
+
+func (a *attempt) phase(name string, since time.Time) {
+	a.res.Phases = append(a.res.Phases, report.Phase{Name: name, Duration: report.Duration(time.Since(since))})
+}
+
+func (a *attempt) finish() *report.GradedSubmission {
+	if a.res.Tasks == nil {
+		a.res.Tasks = zeroScores(a.g.o.Lab, report.Error)
+	}
+	return a.res
+}
+
+func (a *attempt) stopped(stage string) *report.GradedSubmission {
+	if a.parent.Err() != nil {
+		return nil
+	}
+	a.res.Outcome = report.OutcomeTimeout
+	a.res.Message = fmt.Sprintf("the time limit of %s ended grading while %s", a.g.o.Timeout, stage)
+	return a.finish()
+}
+
+func (a *attempt) failWith(outcome report.GradeOutcome, err error) *report.GradedSubmission {
+	a.res.Outcome = outcome
+	a.res.Message = userr.Message(err)
+	return a.finish()
+}
+
+// run grades the project in dir (box: its sandbox, nil when unsandboxed):
+// a cluster of its own, its manager built and deployed, the lab's checks.
+func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box) *report.GradedSubmission {
+	g, sub, res := a.g, a.sub, a.res
+	parent := a.parent
+	phase, finish, stopped, failWith := a.phase, a.finish, a.stopped, a.failWith
+	log := newStepLog(func(step string) { g.stages.detail(sub.Student, step) })
+	defer func() { g.out.saveLog(sub.Student, "grade.log", log.Bytes()) }()
+
 	// A lab without an operator (1.4: a CRD the student writes) has no
 	// kubebuilder project to load, build or run: its checks read the files.
 	ref, err := reference.Lookup(g.o.Lab.Project)
@@ -436,14 +485,14 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 	}
 
 	// A fresh cluster of its own: different CRDs and operators never meet.
-	g.progress.set(sub.Student, "cluster", "")
+	g.stages.set(sub.Student, "cluster", "")
 	t := time.Now()
 	prov := &local.Provider{StateRoot: filepath.Join(dir, "clusters"), TiedToParent: true, Binaries: g.o.Binaries, Operators: deploy.AsProcess{TiedToParent: true}}
 	streams := log.streams()
 	c, err := prov.Up(ctx, cluster.UpOptions{Name: clusterName, Streams: streams, SkipKubeconfigMerge: true, BinDir: g.o.BinDir})
 	phase("cluster", t)
 	defer func() {
-		g.progress.set(sub.Student, "tearing down", "")
+		g.stages.set(sub.Student, "tearing down", "")
 		t := time.Now()
 		if notes := g.teardown(ctx, prov, c, box); len(notes) > 0 {
 			res.Notes = append(res.Notes, notes...)
@@ -458,7 +507,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 	}
 
 	// Build, install CRDs and RBAC, run the manager under its identity.
-	g.progress.set(sub.Student, "deploying", "")
+	g.stages.set(sub.Student, "deploying", "")
 	t = time.Now()
 	var op *operator.Operator
 	if ref.Operator {
@@ -473,6 +522,9 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		})
 	}
 	phase("deploy", t)
+	if op != nil && op.SourceHash != "" {
+		res.Built = fmt.Sprintf("built by labctl from the main package of the submission's cmd/main.go (sources %.12s)", op.SourceHash)
+	}
 	var buildErr *gobuild.Error
 	switch {
 	case errors.As(err, &buildErr):
@@ -508,7 +560,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 		}
 	}
 
-	g.progress.set(sub.Student, "verifying", fmt.Sprintf("0/%d checks", g.checks))
+	g.stages.set(sub.Student, "verifying", fmt.Sprintf("0/%d checks", g.checks))
 	t = time.Now()
 	var mu sync.Mutex
 	done := 0
@@ -524,7 +576,7 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 			done++
 			n := done
 			mu.Unlock()
-			g.progress.detail(sub.Student, fmt.Sprintf("%d/%d checks", n, g.checks))
+			g.stages.detail(sub.Student, fmt.Sprintf("%d/%d checks", n, g.checks))
 		},
 	})
 	phase("verify", t)
@@ -559,14 +611,19 @@ func (g *grader) one(parent context.Context, sub Submission) *report.GradedSubmi
 // maxSubmissionBytes bounds a submission's private copy.
 const maxSubmissionBytes = 512 << 20
 
+// maxSubmissionFiles bounds the number of files and directories in it:
+// a course project has a few hundred; 200,000 empty files would hold a
+// grading slot for minutes.
+const maxSubmissionFiles = 20_000
+
 // newBox creates a submission's sandbox under dir, with its own uid and a
-// private copy of the project.
-func (g *grader) newBox(dir, student, project string) (*sandbox.Box, error) {
+// private copy of the project, bounded in bytes, files and ctx's time.
+func (g *grader) newBox(ctx context.Context, dir, student, project string) (*sandbox.Box, error) {
 	box, err := sandbox.NewBox(filepath.Join(dir, "sandbox"), sandbox.UIDFor(g.work+"\x00"+student), g.hide)
 	if err != nil {
 		return nil, err
 	}
-	if err := sandbox.CopyTree(project, box.Src(), maxSubmissionBytes); err != nil {
+	if err := sandbox.CopyTree(ctx, project, box.Src(), sandbox.CopyLimits{Bytes: maxSubmissionBytes, Files: maxSubmissionFiles}); err != nil {
 		return nil, err
 	}
 	return box, nil

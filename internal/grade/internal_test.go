@@ -2,18 +2,22 @@ package grade
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
+	labsfs "github.com/labctl/labctl/labs"
 )
 
 func gitRun(t *testing.T, dir string, args ...string) string {
@@ -143,3 +147,68 @@ func TestProgressTerminalAndPiped(t *testing.T) {
 }
 
 var iostreamsTest = iostreams.Test
+
+// TestBoxRendersLocalFilesOnly renders a project whose kustomization
+// names another repository on the machine (file://...?ref=) as the
+// grader in a box does: kustomize's git clone is refused.
+func TestBoxRendersLocalFilesOnly(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	other := t.TempDir()
+	gitRun(t, other, "init", "--quiet", "--initial-branch=main")
+	require.NoError(t, os.WriteFile(filepath.Join(other, "kustomization.yaml"), []byte("resources:\n- cm.yaml\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: secret-of-another-student\n"), 0o644))
+	gitRun(t, other, "add", "-A")
+	gitRun(t, other, "commit", "--quiet", "-m", "x")
+
+	project := t.TempDir()
+	dflt := filepath.Join(project, "config", "default")
+	require.NoError(t, os.MkdirAll(dflt, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dflt, "kustomization.yaml"), []byte("resources:\n- file://"+other+"?ref=main\n"), 0o644))
+	p := &deploy.Project{Dir: project}
+
+	objs, err := p.Render()
+	require.NoError(t, err, "the unconfined render clones it (the attack works without the box)")
+	require.Len(t, objs, 1)
+
+	for _, k := range []string{"GIT_ALLOW_PROTOCOL", "GIT_TERMINAL_PROMPT", "GIT_CONFIG_NOSYSTEM"} {
+		t.Setenv(k, os.Getenv(k)) // restored after the test
+	}
+	denyGitFetches()
+	_, err = p.Render()
+	require.Error(t, err, "the box's grader must not clone it")
+}
+
+// TestLabsCrossIntoABox: a box gets its lab as JSON; every lab arrives
+// as it left.
+func TestLabsCrossIntoABox(t *testing.T) {
+	all, err := labs.Load(labsfs.FS)
+	require.NoError(t, err)
+	for _, lab := range all {
+		raw, err := json.Marshal(boxJob{Lab: lab})
+		require.NoError(t, err, lab.ID)
+		var got boxJob
+		require.NoError(t, json.Unmarshal(raw, &got), lab.ID)
+		require.Equal(t, lab, got.Lab, lab.ID)
+	}
+}
+
+// BenchmarkBoxNamespaces is what a box adds to sandbox.BenchmarkSandboxSetup:
+// a process started in new network, IPC and UTS namespaces that brings
+// its loopback up.
+func BenchmarkBoxNamespaces(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		b.Skip("no ip command")
+	}
+	for b.Loop() {
+		cmd := exec.Command("ip", "link", "set", "lo", "up")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: boxCloneflags}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}

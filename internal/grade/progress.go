@@ -169,3 +169,10 @@ func printSummary(s *iostreams.IOStreams, lab *labs.Lab, results []*report.Grade
 	_ = t.Print()
 	fmt.Fprintf(s.ErrOut, "Wrote %s, %s, %s, %s and %s/ in %s (lab %s).\n", ReportFile, GradebookFile, ResultsFile, JUnitFile, FeedbackDir, outDir, lab.ID)
 }
+
+// stageReporter hears where a submission's grading is: the progress
+// display in the grader, a pipe to it in a submission's box.
+type stageReporter interface {
+	set(student, stage, detail string)
+	detail(student, detail string)
+}

@@ -1,14 +1,19 @@
 package grade_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,26 +81,66 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 			home,
 		},
 		"kill": []int{os.Getpid()},
+		// The grader's network: a TCP listener and an abstract unix
+		// socket (what dockerd's is) of this process.
+		"dial": []string{graderListener(t, "tcp", "127.0.0.1:0"), graderListener(t, "unix", fmt.Sprintf("@labctl-evil-test-%d", os.Getpid()))},
 	}
 	raw, err := json.Marshal(targets)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(subs[1].Dir, "evil-targets.json"), raw, 0o644))
 
-	s, stdout, stderr := iostreams.Test(false)
+	s, stdout, _ := iostreams.Test(false)
+	stderr := &syncBuffer{}
+	s.ErrOut = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	gb, err := grade.Run(ctx, grade.Options{
-		Lab: lab, Submissions: subs, Jobs: 2, Timeout: 6 * time.Minute, OutDir: out,
-		Streams: s, Binaries: binaries, WorkDir: work,
+	type graded struct {
+		gb  *report.Gradebook
+		err error
+	}
+	first := make(chan graded, 1)
+	go func() {
+		gb, err := grade.Run(ctx, grade.Options{
+			Lab: lab, Submissions: subs, Jobs: 2, Timeout: 6 * time.Minute, OutDir: out,
+			Streams: s, Binaries: binaries, WorkDir: work,
+		})
+		first <- graded{gb, err}
+	}()
+
+	// A neighbour whose cluster starts while the evil manager's port trap
+	// holds the lower half of the ephemeral range (it starts before the
+	// manager is ready, so by "evil: verifying"): graded beside it, it
+	// must score what it scores alone, full marks.
+	t.Setenv("TMPDIR", os.Getenv("TMPDIR")) // two runs each point it at their work dir
+	neighbour := materialize(t, filepath.Join(root, "class2"), []fixture{{Student: "neighbour"}}, true)
+	for wait := time.Now().Add(5 * time.Minute); time.Now().Before(wait); time.Sleep(200 * time.Millisecond) {
+		if out := stderr.String(); strings.Contains(out, "evil: verifying") || strings.Contains(out, "evil: tearing down") {
+			break
+		}
+	}
+	s2, _, stderr2 := iostreams.Test(false)
+	gb2, err := grade.Run(ctx, grade.Options{
+		Lab: lab, Submissions: neighbour, Timeout: 6 * time.Minute, OutDir: filepath.Join(root, "out2"),
+		Streams: s2, Binaries: binaries, WorkDir: filepath.Join(root, "work2"),
 	})
+	t.Logf("neighbour:\n%s", stderr2)
+	require.NoError(t, err)
+	res := <-first
+	gb, err := res.gb, res.err
 	t.Logf("%s\n%s", stderr, stdout)
 	require.NoError(t, err)
+	nb, _ := gb2.Submission("neighbour")
+	require.NotNil(t, nb)
+	assert.Equal(t, nb.MaxPoints, nb.Score, "the neighbour graded during the port trap scores what it scores alone: %s", nb.Message)
 
 	honest, _ := gb.Submission("honest")
 	evil, _ := gb.Submission("evil")
 	require.NotNil(t, honest)
 	require.NotNil(t, evil)
 	assert.Equal(t, report.OutcomeGraded, honest.Outcome, honest.Message)
+	for _, sub := range []*report.GradedSubmission{honest, evil} {
+		logFailedChecks(t, sub)
+	}
 	assert.Equal(t, honest.MaxPoints, honest.Score, "the honest submission gets full marks")
 	assert.Equal(t, honest.Score, evil.Score, "the evil submission gets exactly its honest score")
 
@@ -110,7 +155,7 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	}
 	t.Logf("%d attacks tried, all lines:\n%s", len(attempts), strings.Join(grep(log, "LABCTL-EVIL"), "\n"))
 	assert.Empty(t, succeeded, "attacks that worked")
-	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + 2 /* pids */ + 8
+	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + 2 /* pids */ + 8
 	assert.GreaterOrEqual(t, len(attempts), wantAttempts, "every attack ran")
 	require.Regexp(t, `LABCTL-EVIL running as uid (\d+)`, log)
 	assert.NotContains(t, log, "running as uid 0 ")
@@ -135,13 +180,102 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 		assert.ErrorIs(t, err, os.ErrNotExist, d)
 	}
 	requireNothingRunning(t, work)
+
+	// Its port trap ran, in its own network: the honest neighbour's full
+	// marks above are the proof it starved no one else.
+	assert.Contains(t, log, "LABCTL-EVIL port trap holds")
+	// What outlives a process died with its box: SysV objects (its IPC
+	// namespace) and files in /run/lock (a private tmpfs).
+	assert.Contains(t, log, "LABCTL-EVIL left SysV shm")
+	evilUID := sandbox.UIDFor(work + "\x00evil")
+	for _, kind := range []string{"shm", "sem", "msg"} {
+		assert.NotContains(t, sysvOwners(t, kind), evilUID, "a SysV %s of the evil submission outlived its grading", kind)
+	}
+	_, err = os.Stat("/run/lock/evil-was-here")
+	assert.ErrorIs(t, err, os.ErrNotExist, "a file in /run/lock outlived its grading")
+
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	assert.ElementsMatch(t, []string{"class", "out", "work"}, names, "nothing escaped next to the work directory")
+	assert.ElementsMatch(t, []string{"class", "class2", "out", "out2", "work", "work2"}, names, "nothing escaped next to the work directory")
+}
+
+// logFailedChecks says which checks cost a submission points (an honest
+// one losing points on a busy machine is a timing check, not an attack).
+func logFailedChecks(t *testing.T, sub *report.GradedSubmission) {
+	t.Helper()
+	if sub.Report == nil {
+		return
+	}
+	for _, task := range sub.Report.Tasks {
+		for _, c := range task.Checks {
+			if c.Status == report.Fail || c.Status == report.Error {
+				t.Logf("%s: task %s check %s: %s: %s", sub.Student, task.ID, c.ID, c.Status, c.Message)
+			}
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a run writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// graderListener listens on addr for the test's life and returns its
+// address (a unix socket's name as given).
+func graderListener(t *testing.T, network, addr string) string {
+	t.Helper()
+	l, err := net.Listen(network, addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if network == "unix" {
+		return addr
+	}
+	return l.Addr().String()
+}
+
+// sysvOwners lists the uids owning the machine's SysV objects of a kind
+// (shm, sem, msg), from /proc/sysvipc.
+func sysvOwners(t *testing.T, kind string) []int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/sysvipc/" + kind)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	col := slices.Index(strings.Fields(lines[0]), "uid")
+	require.GreaterOrEqual(t, col, 0)
+	var uids []int
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > col {
+			uid, _ := strconv.Atoi(f[col])
+			uids = append(uids, uid)
+		}
+	}
+	return uids
 }
 
 func userCache(t *testing.T) string {
@@ -163,4 +297,44 @@ func grep(s, word string) []string {
 		}
 	}
 	return out
+}
+
+// TestHugeSubmissionHoldsNoSlot grades a submission of 30,000 empty files
+// under a 5 s limit: copying it stops at the file bound (an error of
+// grading: nothing was judged) or at the time limit, within seconds, and
+// the result says why.
+func TestHugeSubmissionHoldsNoSlot(t *testing.T) {
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip("no sandbox on this machine: " + sup.Reason)
+	}
+	lab := loadLab(t, "lab-8.2")
+	root := t.TempDir()
+	subs := materialize(t, filepath.Join(root, "class"), []fixture{{Student: "huge"}}, true)
+	junk := filepath.Join(subs[0].Dir, "junk")
+	require.NoError(t, os.MkdirAll(junk, 0o755))
+	for i := range 30_000 {
+		f, err := os.Create(filepath.Join(junk, strconv.Itoa(i)))
+		require.NoError(t, err)
+		f.Close()
+	}
+	s, _, stderr := iostreams.Test(false)
+	start := time.Now()
+	gb, err := grade.Run(context.Background(), grade.Options{
+		Lab: lab, Submissions: subs, Timeout: 5 * time.Second, OutDir: filepath.Join(root, "out"),
+		Streams: s, Binaries: binaries, WorkDir: filepath.Join(root, "work"),
+	})
+	took := time.Since(start)
+	require.NotNil(t, gb, "%v %s", err, stderr)
+	sub, _ := gb.Submission("huge")
+	require.NotNil(t, sub)
+	// The file bound ends it, or on a loaded machine the time limit first.
+	if sub.Outcome == report.OutcomeTimeout {
+		assert.Contains(t, sub.Message, "while copying it")
+	} else {
+		assert.Equal(t, report.OutcomeError, sub.Outcome)
+		assert.Contains(t, sub.Message, "more than")
+	}
+	// Seconds, not the minutes it took unbounded (slack for a busy machine).
+	assert.Less(t, took, 20*time.Second, "the copy held its slot")
+	t.Logf("%s after %s", sub.Message, took.Round(time.Millisecond))
 }

@@ -347,11 +347,16 @@ func (r Ref) String() string {
 // IsZero reports whether the ref is unset.
 func (r Ref) IsZero() bool { return r.Kind == "" && r.Name == "" }
 
-// UnmarshalJSON reads "kind/name".
+// UnmarshalJSON reads "kind/name" ("" is the zero ref MarshalJSON
+// writes for an unset one).
 func (r *Ref) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("a ref is a string kind/name: %w", err)
+	}
+	if s == "" {
+		*r = Ref{}
+		return nil
 	}
 	kind, name, ok := strings.Cut(s, "/")
 	if !ok || kind == "" || name == "" {

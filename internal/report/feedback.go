@@ -21,7 +21,7 @@ var feedbackWords = map[string]map[string]string{
 		"error":        "labctl could not grade this submission; this is not your score, your instructor will grade it again.",
 		"pass":         "passed", "warn": "passed with a warning", "fail": "failed", "skipped": "skipped", "errorStatus": "could not be checked",
 		"withheld": "hidden", "checks": "checks", "why": "Why",
-		"policy": "Grading policy", "defaultPolicy": "the lab's defaults", "hiddenCheck": "a hidden check",
+		"policy": "Grading policy", "built": "Manager graded", "defaultPolicy": "the lab's defaults", "hiddenCheck": "a hidden check",
 	},
 	"ru": {
 		"feedback": "отзыв для", "score": "Баллы", "graded": "проверено", "task": "Задача", "points": "Баллы",
@@ -35,7 +35,7 @@ var feedbackWords = map[string]map[string]string{
 		"error":        "labctl не смог проверить это решение; это не ваша оценка, преподаватель проверит его снова.",
 		"pass":         "пройдено", "warn": "пройдено с предупреждением", "fail": "не пройдено", "skipped": "пропущено", "errorStatus": "не удалось проверить",
 		"withheld": "скрыто", "checks": "проверок", "why": "Причина",
-		"policy": "Правила оценки", "defaultPolicy": "по умолчанию для лабораторной", "hiddenCheck": "скрытая проверка",
+		"policy": "Правила оценки", "built": "Проверенный менеджер", "defaultPolicy": "по умолчанию для лабораторной", "hiddenCheck": "скрытая проверка",
 	},
 }
 
@@ -221,6 +221,9 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 		fmt.Fprintf(&b, "> %s\n\n", f.OutcomeText())
 	}
 	fmt.Fprintf(&b, "%s: %s\n\n", fbWord(lang, "policy"), mdInline(f.Policy))
+	if s.Built != "" {
+		fmt.Fprintf(&b, "%s: %s\n\n", fbWord(lang, "built"), mdInline(s.Built))
+	}
 	if f.Message != "" {
 		fmt.Fprintf(&b, "> %s\n\n", mdInline(f.Message))
 	}

@@ -83,7 +83,10 @@ type GradedSubmission struct {
 	// Source is the directory, or the git URL and ref, that was graded.
 	Source string `json:"source"`
 	// Commit is the git commit graded, for submissions cloned from git.
-	Commit   string       `json:"commit,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Built says what labctl built from the submission and ran as its
+	// manager (the main package of cmd/main.go, from which sources).
+	Built    string       `json:"built,omitempty"`
 	Graded   time.Time    `json:"graded"`
 	Duration Duration     `json:"duration"`
 	Outcome  GradeOutcome `json:"outcome"`

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -79,7 +80,7 @@ func (b *Box) Spec(dir string, env []string, extra ...Bind) *Spec {
 		UID: b.UID, GID: b.GID, Dir: dir,
 		Env:     append([]string{"HOME=" + b.Home(), "TMPDIR=/tmp", "LANG=C.UTF-8"}, env...),
 		Hide:    b.Hide,
-		Scratch: []string{"/tmp", "/var/tmp", "/dev/shm"},
+		Scratch: []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock"},
 		Binds:   binds,
 	}
 }
@@ -115,15 +116,30 @@ func (b *Box) GoCache(lower string) (Overlay, string, error) {
 // Remove deletes the box (files the sandbox created included).
 func (b *Box) Remove() error { return os.RemoveAll(b.Root) }
 
+// CopyLimits bound a copy: a submission is untrusted, and its size, its
+// number of files and the time copying it takes are all the grader's.
+type CopyLimits struct {
+	Bytes int64 // sum of the files' sizes
+	Files int   // files and directories
+}
+
 // CopyTree copies a submission into dst: directories and regular files
 // only (no symbolic links, devices or sockets, so nothing in the copy
 // points outside it), without .git and bin/, owned by the caller and
-// read-only to everyone else. At most maxBytes are copied.
-func CopyTree(src, dst string, maxBytes int64) error {
+// read-only to everyone else, within lim (zero fields: no bound) and
+// until ctx ends.
+func CopyTree(ctx context.Context, src, dst string, lim CopyLimits) error {
 	var total int64
+	files := 0
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("copying the submission took too long: %w", err)
+		}
+		if files++; lim.Files > 0 && files > lim.Files {
+			return fmt.Errorf("the submission has more than %d files and directories", lim.Files)
 		}
 		rel, _ := filepath.Rel(src, p)
 		target := filepath.Join(dst, rel)
@@ -140,8 +156,8 @@ func CopyTree(src, dst string, maxBytes int64) error {
 		if err != nil {
 			return err
 		}
-		if total += info.Size(); total > maxBytes {
-			return fmt.Errorf("the submission is larger than %d MiB", maxBytes>>20)
+		if total += info.Size(); lim.Bytes > 0 && total > lim.Bytes {
+			return fmt.Errorf("the submission is larger than %d MiB", lim.Bytes>>20)
 		}
 		mode := os.FileMode(0o644)
 		if info.Mode()&0o111 != 0 {

@@ -2,6 +2,8 @@ package sandbox_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,7 +41,7 @@ func TestSandboxHidesAndDropsRoot(t *testing.T) {
 	uid := sandbox.UIDFor(root)
 	box, err := sandbox.NewBox(filepath.Join(root, "work", "box"), uid, []string{secret, filepath.Join(root, "work")})
 	require.NoError(t, err)
-	require.NoError(t, sandbox.CopyTree(src, box.Src(), 1<<20))
+	require.NoError(t, sandbox.CopyTree(context.Background(), src, box.Src(), sandbox.CopyLimits{Bytes: 1 << 20}))
 	_, err = os.Lstat(filepath.Join(box.Src(), "link"))
 	require.ErrorIs(t, err, os.ErrNotExist, "symbolic links are not copied")
 
@@ -75,8 +77,21 @@ func TestSandboxHidesAndDropsRoot(t *testing.T) {
 func TestCopyTreeBoundsSize(t *testing.T) {
 	src := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(src, "big"), make([]byte, 2048), 0o644))
-	err := sandbox.CopyTree(src, filepath.Join(t.TempDir(), "dst"), 1024)
+	err := sandbox.CopyTree(context.Background(), src, filepath.Join(t.TempDir(), "dst"), sandbox.CopyLimits{Bytes: 1024})
 	require.Error(t, err)
+}
+
+func TestCopyTreeBoundsFilesAndTime(t *testing.T) {
+	src := t.TempDir()
+	for i := range 50 {
+		require.NoError(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("f%d", i)), nil, 0o644))
+	}
+	err := sandbox.CopyTree(context.Background(), src, filepath.Join(t.TempDir(), "dst"), sandbox.CopyLimits{Files: 10})
+	require.ErrorContains(t, err, "more than 10 files")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = sandbox.CopyTree(ctx, src, filepath.Join(t.TempDir(), "dst"), sandbox.CopyLimits{})
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestUIDForIsUnprivilegedAndStable(t *testing.T) {
@@ -99,7 +114,7 @@ func BenchmarkSandboxSetup(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := sandbox.CopyTree("../../operator", box.Src(), 1<<30); err != nil {
+		if err := sandbox.CopyTree(context.Background(), "../../operator", box.Src(), sandbox.CopyLimits{Bytes: 1 << 30}); err != nil {
 			b.Fatal(err)
 		}
 		ov, _, err := box.GoCache(b.TempDir())
