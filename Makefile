@@ -8,12 +8,15 @@ LDFLAGS   := -X main.version=$(VERSION)
 # into $XDG_CACHE_HOME/labctl/controlplane and reused.
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build test unit integration operator-test lint bench demo controlplane clean
+.PHONY: all build generate test unit integration operator-test lint bench demo controlplane clean
 
 all: build
 
 build: ## build bin/labctl
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/labctl
+
+generate: ## re-pack the reference operators labctl embeds (after editing operator/ or hello-world-operator/)
+	$(GO) generate ./internal/reference
 
 controlplane: build ## build (or find) the local control-plane binaries; prints their directory
 	@$(BIN) controlplane build --print-dir > .controlplane-dir
