@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -29,8 +30,21 @@ import (
 	"github.com/labctl/labctl/internal/userr"
 )
 
-// version is set with -ldflags "-X main.version=...".
+// version is set with -ldflags "-X main.version=..." (make build).
 var version = "dev"
+
+// labctlVersion is the -ldflags version, else the module version the Go
+// command recorded: `go install github.com/labctl/labctl/cmd/labctl@v1.2.0`
+// stamps v1.2.0, which the Classroom workflow pins.
+func labctlVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
 
 func main() {
 	// labctl re-executes itself to supervise operator managers, and to
@@ -63,7 +77,7 @@ func run() int {
 	kindProv.Operators = deploy.IntoKind{Provider: kindProv}
 	f := &cmdutil.Factory{
 		IOStreams: streams,
-		Version:   version,
+		Version:   labctlVersion(),
 		Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{
 			local.ProviderName:    &local.Provider{Operators: deploy.AsProcess{}},
 			kind.ProviderName:     kindProv,

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/labctl/labctl/internal/gobuild"
@@ -298,7 +297,7 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	err = cmd.Start()
 	if err == nil {
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 10) // inherited by the compilers it starts
+		lowerPriority(cmd.Process.Pid) // inherited by the compilers it starts
 		err = cmd.Wait()
 	}
 	if err != nil {

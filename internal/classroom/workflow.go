@@ -156,14 +156,15 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 	return workflowTemplate.Execute(w, data)
 }
 
-// ValidLabctlVersion accepts what `go install ...@VERSION` can fetch and a
-// workflow can pin: a semantic version (a tag or a pseudo-version) or
-// "latest".
+// ValidLabctlVersion accepts a release a workflow can pin (v1.2.0) or
+// "latest". A pre-release, a pseudo-version and `git describe` output
+// (v1.2.0-3-gabc, -dirty), which `make build` stamps, name no release a
+// student's `go install` would find.
 func ValidLabctlVersion(v string) error {
-	if v == "latest" || (semver.IsValid(v) && semver.Build(v) == "") {
+	if v == "latest" || (semver.IsValid(v) && semver.Prerelease(v) == "" && semver.Build(v) == "") {
 		return nil
 	}
-	return fmt.Errorf("labctl version %q cannot be installed with go install: use a release such as v0.1.0, or latest", v)
+	return fmt.Errorf("labctl version %q is not a release go install can fetch: use a release such as v0.1.0, or latest", v)
 }
 
 // InstallVersion is the labctl version the workflow installs: flag when

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rhysd/actionlint"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
@@ -73,7 +74,11 @@ func checkWorkflowYAML(t *testing.T, lab *labs.Lab, provider string, raw []byte)
 		Name        string            `json:"name"`
 		On          map[string]any    `json:"on"`
 		Permissions map[string]string `json:"permissions"`
-		Jobs        map[string]struct {
+		Concurrency struct {
+			Group            string `json:"group"`
+			CancelInProgress bool   `json:"cancel-in-progress"`
+		} `json:"concurrency"`
+		Jobs map[string]struct {
 			Name           string `json:"name"`
 			RunsOn         string `json:"runs-on"`
 			If             string `json:"if"`
@@ -93,8 +98,12 @@ func checkWorkflowYAML(t *testing.T, lab *labs.Lab, provider string, raw []byte)
 	require.NoError(t, yaml.UnmarshalStrict(raw, &wf), "valid YAML, no field beyond the known ones")
 	require.Contains(t, wf.On, "push")
 	require.Equal(t, map[string]string{"contents": "read", "actions": "read"}, wf.Permissions)
+	// the names GitHub Classroom records a score from
+	require.Equal(t, "Autograding Tests", wf.Name)
 	require.Len(t, wf.Jobs, 1)
-	job := wf.Jobs["grade"]
+	require.Contains(t, wf.Jobs, "run-autograding-tests")
+	job := wf.Jobs["run-autograding-tests"]
+	require.Equal(t, "autograding-${{ github.ref }}", wf.Concurrency.Group, "one run per branch at a time")
 	require.Positive(t, job.TimeoutMinutes)
 	pinned := regexp.MustCompile(`^[a-z0-9-]+/[a-z0-9/-]+@[0-9a-f]{40}$`)
 	var verify, reporter, upload bool
@@ -206,4 +215,15 @@ func TestWorkflowForALabWithoutOperator(t *testing.T) {
 	require.Contains(t, b.String(), "labctl verify lab-1.4 --provider local --project . -o classroom")
 	checkWorkflowYAML(t, lab, classroom.ProviderLocal, b.Bytes())
 	lint(t, b.Bytes())
+}
+
+// Only a release can be pinned: `make build` stamps `git describe`
+// output, which names no version a student's go install finds.
+func TestValidLabctlVersionRefusesNonReleases(t *testing.T) {
+	for _, v := range []string{"v1.2.0", "v0.1.0", "latest"} {
+		assert.NoError(t, classroom.ValidLabctlVersion(v), v)
+	}
+	for _, v := range []string{"v1.2.0-3-gabc1234", "v1.2.0-dirty", "v1.2.0-3-gabc1234-dirty", "v0.0.0-20261202070000-abcdef123456", "v1.3.0-rc.1", "dev", "1.2.0", ""} {
+		assert.ErrorContains(t, classroom.ValidLabctlVersion(v), "not a release", v)
+	}
 }

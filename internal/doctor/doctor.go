@@ -15,12 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/kind"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/diskfree"
 	"github.com/labctl/labctl/internal/engine"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
@@ -409,13 +409,7 @@ func checkDisk(o *Options) Probe {
 	return c
 }
 
-func freeBytes(path string) (uint64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), nil
-}
+func freeBytes(path string) (uint64, error) { return diskfree.Available(path) }
 
 func checkPorts(o *Options, kindRunning bool) []Probe {
 	var out []Probe

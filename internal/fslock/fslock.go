@@ -5,7 +5,6 @@ package fslock
 import (
 	"context"
 	"os"
-	"syscall"
 )
 
 // Lock takes an exclusive flock on path (created if missing), waiting until
@@ -16,16 +15,16 @@ func Lock(ctx context.Context, path string) (func(), error) {
 		return nil, err
 	}
 	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	go func() { done <- lock(f) }()
 	select {
 	case err := <-done:
 		if err != nil {
 			f.Close()
 			return nil, err
 		}
-		return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		return func() { _ = unlock(f); f.Close() }, nil
 	case <-ctx.Done():
-		f.Close() // the pending flock fails with the closed descriptor
+		f.Close() // the pending lock fails with the closed descriptor
 		return nil, ctx.Err()
 	}
 }

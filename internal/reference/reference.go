@@ -16,8 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	helloworldoperator "github.com/example/hello-world-operator"
-	postgresoperator "github.com/example/postgres-operator"
+	"github.com/labctl/labctl/internal/reference/archive"
 )
 
 // Names of the reference projects, as labs name them (`project:` in a lab).
@@ -47,6 +46,29 @@ type Project struct {
 //go:embed website
 var website embed.FS
 
+// The operators are Go modules of their own, which labctl's module zip
+// leaves out (and a replace directive would break `go install
+// github.com/labctl/labctl/cmd/labctl@version`), so their sources are
+// embedded as archives, regenerated with `make generate`;
+// TestArchivesMatchTheProjects fails when one is stale.
+//
+//go:generate go run ./gen -o postgres.zip ../../operator
+//go:generate go run ./gen -o hello.zip ../../hello-world-operator
+var (
+	//go:embed postgres.zip
+	postgresZip []byte
+	//go:embed hello.zip
+	helloZip []byte
+)
+
+func archiveFS(data []byte) fs.FS {
+	fsys, err := archive.Open(data)
+	if err != nil {
+		panic(err) // go generate wrote it and the test read it
+	}
+	return fsys
+}
+
 func websiteFS() fs.FS {
 	sub, err := fs.Sub(website, "website")
 	if err != nil {
@@ -55,14 +77,16 @@ func websiteFS() fs.FS {
 	return sub
 }
 
+var postgresSource = archiveFS(postgresZip)
+
 var projects = []Project{
-	{Name: Postgres, Source: postgresoperator.Source, RepoDir: "operator", Operator: true, ProjectName: "postgres-operator"},
-	{Name: Hello, Source: helloworldoperator.Source, RepoDir: "hello-world-operator", Operator: true, ProjectName: "hello-world-operator"},
+	{Name: Postgres, Source: postgresSource, RepoDir: "operator", Operator: true, ProjectName: "postgres-operator"},
+	{Name: Hello, Source: archiveFS(helloZip), RepoDir: "hello-world-operator", Operator: true, ProjectName: "hello-world-operator"},
 	{Name: Website, Source: websiteFS(), RepoDir: filepath.Join("internal", "reference", "website")},
 }
 
 // Source is the Database operator, the default project.
-var Source fs.FS = postgresoperator.Source
+var Source fs.FS = postgresSource
 
 // Lookup finds a reference project by name; "" is the Database operator.
 func Lookup(name string) (Project, error) {

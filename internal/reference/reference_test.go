@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/reference"
+	"github.com/labctl/labctl/internal/reference/archive"
 	labsfs "github.com/labctl/labctl/labs"
 )
 
@@ -80,5 +82,23 @@ func TestOperatorsShareTheirTestTooling(t *testing.T) {
 		b, err := fs.ReadFile(hello.Source, name)
 		require.NoError(t, err, "%s is embedded", name)
 		assert.Equal(t, string(a), string(b), "%s differs between %s and %s", name, pg.RepoDir, hello.RepoDir)
+	}
+}
+
+// The embedded operators are the projects in this repository: an edit of
+// operator/ or hello-world-operator/ without `make generate` fails here.
+func TestArchivesMatchTheProjects(t *testing.T) {
+	for _, name := range []string{reference.Postgres, reference.Hello} {
+		ref, err := reference.Lookup(name)
+		require.NoError(t, err)
+		want, err := archive.Read(filepath.Join("..", "..", ref.RepoDir))
+		require.NoError(t, err)
+		got, err := archive.ReadFS(ref.Source)
+		require.NoError(t, err)
+		assert.NotEmpty(t, got)
+		if diff := archive.Diff(want, got); len(diff) > 0 {
+			t.Errorf("the embedded %s is out of date with %s/ (%s): run `make generate` (go generate ./internal/reference) and commit the archive",
+				ref.Name, ref.RepoDir, strings.Join(diff, ", "))
+		}
 	}
 }

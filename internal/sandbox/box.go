@@ -10,8 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"syscall"
 )
 
 // UID range of sandboxes: far above any account's uid, no /etc/passwd
@@ -194,6 +194,9 @@ type Support struct {
 // Probe checks what sandboxing needs: root (to switch to a sandbox uid)
 // and mount and pid namespaces (a trivial command is started in them).
 func Probe() Support {
+	if runtime.GOOS != "linux" {
+		return Support{Reason: "sandboxing needs Linux namespaces (on Windows: WSL2)"}
+	}
 	if os.Geteuid() != 0 {
 		return Support{Reason: "labctl is not running as root, so it cannot run submissions as other users (run grade with sudo)"}
 	}
@@ -202,7 +205,7 @@ func Probe() Support {
 		return Support{Reason: "no `true` command to probe namespaces with"}
 	}
 	cmd := exec.Command(truePath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: Cloneflags}
+	cmd.SysProcAttr = namespaced()
 	if err := cmd.Run(); err != nil {
 		return Support{Reason: fmt.Sprintf("cannot create mount and pid namespaces (%v); a container may need --privileged or CAP_SYS_ADMIN", err)}
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package sandbox runs untrusted code (a student's build and manager) as
 // an unprivileged user in its own mount and pid namespaces, where only
 // what the grader binds in is visible: the submission's private copy, a
@@ -28,50 +30,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// EnvVar carries a Spec (JSON) to the helper process.
-const EnvVar = "LABCTL_SANDBOX"
-
-// Spec is what a sandboxed command is and sees.
-type Spec struct {
-	// UID and GID the command runs as (never 0).
-	UID int `json:"uid"`
-	GID int `json:"gid"`
-	// Dir is the working directory (inside the sandbox's view).
-	Dir string `json:"dir"`
-	// Env is the command's whole environment: nothing of the caller's
-	// is inherited.
-	Env []string `json:"env"`
-	// Hide lists directories covered with an empty read-only tmpfs and
-	// files covered with /dev/null. Missing paths are skipped.
-	Hide []string `json:"hide,omitempty"`
-	// Scratch lists directories replaced by an empty writable tmpfs
-	// private to this sandbox (/tmp).
-	Scratch []string `json:"scratch,omitempty"`
-	// Binds make paths visible again after hiding (same or other place).
-	Binds []Bind `json:"binds,omitempty"`
-	// Overlays mount Lower read-only under a writable Upper at Dst.
-	Overlays []Overlay `json:"overlays,omitempty"`
-}
-
-// Bind mounts Src at Dst, read-only unless Writable.
-type Bind struct {
-	Src      string `json:"src"`
-	Dst      string `json:"dst"`
-	Writable bool   `json:"writable,omitempty"`
-}
-
-// Overlay shares a directory (a build cache) without letting the sandbox
-// change it: writes land in Upper. Work is overlayfs's work directory, on
-// the same file system as Upper.
-type Overlay struct {
-	Lower string `json:"lower"`
-	Upper string `json:"upper"`
-	Work  string `json:"work"`
-	Dst   string `json:"dst"`
-}
-
 // Cloneflags are the namespaces every sandboxed command gets.
 const Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+
+func namespaced() *syscall.SysProcAttr { return &syscall.SysProcAttr{Cloneflags: Cloneflags} }
 
 // Command returns argv run in the sandbox: the helper (this executable)
 // in new mount and pid namespaces, in its own process group, killed when

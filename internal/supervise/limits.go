@@ -8,10 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Limits bound what one manager process may use. The zero value sets no
@@ -72,7 +69,7 @@ func cgroupV2Usable() bool {
 	if err != nil || !hasWord(string(raw), "memory") {
 		return false
 	}
-	return unix.Access(cgroupRoot, unix.W_OK) == nil
+	return writable(cgroupRoot)
 }
 
 func hasWord(s, w string) bool {
@@ -146,7 +143,7 @@ func newEnforcer(lim Limits) (*enforcer, string, error) {
 		s := uint64((lim.CPU + time.Second - 1) / time.Second)
 		// soft == hard: the kernel sends SIGKILL when the limit is reached
 		// (a Go program ignores the SIGXCPU a lower soft limit would send).
-		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: s, Max: s}); err != nil {
+		if err := limitCPUSeconds(s); err != nil {
 			return nil, "", fmt.Errorf("set RLIMIT_CPU: %w", err)
 		}
 		notes = append(notes, fmt.Sprintf("CPU time %ds (RLIMIT_CPU)", s))
@@ -157,7 +154,7 @@ func newEnforcer(lim Limits) (*enforcer, string, error) {
 			notes = append(notes, fmt.Sprintf("memory %s (%s %s)", human(lim.Memory), MechanismCgroup, cg))
 		} else {
 			as := lim.Memory + AddressSpaceSlack
-			if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: as, Max: as}); err != nil {
+			if err := limitAddressSpace(as); err != nil {
 				return nil, "", fmt.Errorf("set RLIMIT_AS: %w", err)
 			}
 			notes = append(notes, fmt.Sprintf("memory %s (%s %s)", human(lim.Memory), MechanismRlimit, human(as)))
@@ -193,21 +190,6 @@ func makeCgroup(limit uint64) (string, error) {
 	return dir, nil
 }
 
-// procAttr returns the SysProcAttr for a manager: it dies with the
-// supervisor, and starts inside the cgroup when there is one.
-func (e *enforcer) procAttr() (*syscall.SysProcAttr, func(), error) {
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if e == nil || e.cgroup == "" {
-		return attr, func() {}, nil
-	}
-	fd, err := unix.Open(e.cgroup, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	attr.UseCgroupFD, attr.CgroupFD = true, fd
-	return attr, func() { _ = unix.Close(fd) }, nil
-}
-
 // explain says which limit, if any, ended a manager that exited with
 // state (nil when it was not a limit).
 func (e *enforcer) explain(state *os.ProcessState) string {
@@ -239,34 +221,6 @@ func (e *enforcer) close() {
 	e.afterExit()
 	waitUnpopulated(e.cgroup, time.Second)
 	_ = os.Remove(e.cgroup)
-}
-
-// waitUnpopulated waits until cgroup.events says "populated 0" (cgroup.kill
-// is asynchronous), watching the file with inotify rather than sleeping.
-func waitUnpopulated(dir string, timeout time.Duration) {
-	events := filepath.Join(dir, "cgroup.events")
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
-		return
-	}
-	deadline := time.Now().Add(timeout)
-	buf := make([]byte, 4096)
-	for {
-		raw, err := os.ReadFile(events)
-		if err != nil || strings.Contains(string(raw), "populated 0") {
-			return
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left/time.Millisecond)+1)
-		_, _ = unix.Read(fd, buf)
-	}
 }
 
 func oomKills(dir string) int {

@@ -20,8 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/satoken"
 )
@@ -148,7 +146,7 @@ func run(args []string) int {
 
 	// Processes the manager forks and abandons become ours, so none of
 	// them outlives the manager.
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	becomeSubreaper()
 	var enf *enforcer
 	if !lim.IsZero() {
 		var desc string
@@ -245,48 +243,6 @@ func start(argv []string, logFile string, enf *enforcer, box *sandbox.Spec) (*ex
 		exited <- err
 	}()
 	return cmd, exited, nil
-}
-
-// killOrphans kills and reaps the processes re-parented to this
-// supervisor (a subreaper) after the manager that forked them exited.
-func killOrphans() {
-	self := os.Getpid()
-	for pass := 0; pass < 10; pass++ {
-		found := false
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || parentOf(pid) != self {
-				continue
-			}
-			found = true
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, 0, nil)
-		}
-		if !found {
-			return
-		}
-	}
-}
-
-// parentOf reads a process's parent pid from /proc (0 when unknown).
-func parentOf(pid int) int {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }
 
 func note(logFile, format string, args ...any) {

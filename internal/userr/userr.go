@@ -109,3 +109,11 @@ func oneLine(err error) string {
 	}
 	return string(out)
 }
+
+// NeedsLinux is the error of a part of labctl that only Linux can run
+// (the local provider's control plane, the grading sandbox): exit 4, one
+// line, and what works instead.
+func NeedsLinux(what string) *Error {
+	return Env(what+" needs Linux (or WSL2 on Windows)",
+		"use `--provider kind` with Docker or Podman, or run labctl inside WSL2")
+}

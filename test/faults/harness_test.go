@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package faults runs labctl's command-line binary against bad input and
 // injected faults (interrupts, a killed API server, full disks, corrupt
 // files, two commands at once) and checks the verdict a user sees: the

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package honesty_test proves the checks honest: on one shared local
 // cluster, verify passes every task of every lab against the reference
 // operator, and against each mutant (the reference with one real student

@@ -14,8 +14,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +30,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/diskfree"
 	"github.com/labctl/labctl/internal/freeport"
 	"github.com/labctl/labctl/internal/fslock"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -93,6 +94,10 @@ func (p *Provider) Dir(name string) string { return filepath.Join(p.root(), name
 
 // Up implements cluster.Provider.
 func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (_ *cluster.Cluster, err error) {
+	if runtime.GOOS != "linux" {
+		// before the control-plane build, which would take minutes for nothing
+		return nil, userr.NeedsLinux("the local provider")
+	}
 	if err := cluster.ValidateName(opts.Name); err != nil {
 		return nil, userr.Usage(err.Error(), "for example: labctl up --provider local --name lab1")
 	}
@@ -489,11 +494,10 @@ func checkFreeSpace(dir string, need int64) error {
 	case need == 0:
 		need = minFreeBytes
 	}
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(dir, &fs); err != nil {
+	free, err := diskfree.Available(dir)
+	if err != nil {
 		return nil // cannot tell; the start-up will say what fails
 	}
-	free := fs.Bavail * uint64(fs.Bsize)
 	if free >= uint64(need) {
 		return nil
 	}

@@ -1,0 +1,264 @@
+//go:build linux
+
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// StartTime reads a process's start time from /proc/PID/stat.
+func StartTime(pid int) (uint64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesised command name (which may hold spaces)
+	// start with field 3 (state); starttime is field 22.
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// StopRecord stops the recorded process as Stop does, if it is still the
+// same process; anything else with that pid is left alone. The check
+// happens after a pidfd is opened, so the pid cannot be reused between
+// the check and the signal.
+func StopRecord(ctx context.Context, r Record, grace time.Duration) error {
+	if r.PID <= 0 {
+		return nil
+	}
+	fd, err := unix.PidfdOpen(r.PID, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return nil
+		}
+		if !r.Alive() {
+			return nil
+		}
+		return stopWithoutPidfd(ctx, r.PID, grace)
+	}
+	defer unix.Close(fd)
+	if !r.Alive() {
+		return nil
+	}
+	_ = unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
+	if waitPidfd(ctx, fd, grace) {
+		return nil
+	}
+	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	if waitPidfd(ctx, fd, 5*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("process %d did not exit after SIGKILL", r.PID)
+}
+
+// KillUID kills every process of uid (a sandbox's own user, which
+// nothing else runs as) and returns how many there were.
+func KillUID(uid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name()), &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Start launches spec in the background.
+func Start(spec Spec) (*Running, error) {
+	if err := os.MkdirAll(filepath.Dir(spec.LogFile), 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(spec.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if spec.TiedToParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	exited := make(chan struct{})
+	r := &Running{Spec: spec, PID: cmd.Process.Pid, Exited: exited}
+	go func() {
+		r.err = cmd.Wait()
+		if r.err == nil {
+			r.err = errors.New("exited with status 0")
+		}
+		close(exited)
+	}()
+	return r, nil
+}
+
+// Find lists the processes whose command line mentions dir. Tests use it
+// to prove nothing is left; labctl itself stops processes by Record only.
+func Find(dir string) ([]Process, error) {
+	dir = filepath.Clean(dir)
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var found []Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if mentions(args[1:], dir) {
+			found = append(found, Process{PID: pid, Name: filepath.Base(args[0]), Args: args})
+		}
+	}
+	return found, nil
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// state is the field after the parenthesised command name
+	if i := bytes.LastIndexByte(raw, ')'); i > 0 && i+2 < len(raw) {
+		return raw[i+2] != 'Z'
+	}
+	return true
+}
+
+// Stop sends SIGTERM, waits for the process to exit (watching its pidfd, so
+// it returns the moment it does), and sends SIGKILL after grace.
+func Stop(ctx context.Context, pid int, grace time.Duration) error {
+	if !Alive(pid) {
+		return nil
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return nil
+		}
+		return stopWithoutPidfd(ctx, pid, grace)
+	}
+	defer unix.Close(fd)
+	_ = unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
+	if waitPidfd(ctx, fd, grace) {
+		return nil
+	}
+	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	if waitPidfd(ctx, fd, 5*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("process %d did not exit after SIGKILL", pid)
+}
+
+// waitPidfd blocks until the pidfd becomes readable (the process exited) or
+// the timeout passes.
+func waitPidfd(ctx context.Context, fd int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return false
+		}
+		// poll in slices of at most 200ms so a cancelled ctx is noticed
+		ms := int(min(left, 200*time.Millisecond) / time.Millisecond)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return false
+		}
+		if n > 0 {
+			return true
+		}
+	}
+}
+
+func stopWithoutPidfd(ctx context.Context, pid int, grace time.Duration) error {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(5 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// Memory returns the resident (RSS) and proportional (PSS) set sizes of pid
+// in bytes. PSS counts pages shared between processes (such as the one
+// multi-call control-plane binary they all map) once in total, so the sum
+// of PSS over a cluster's processes is the memory it really uses.
+func Memory(pid int) (rss, pss uint64) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		raw, _ = os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "Rss:", "VmRSS:":
+			rss = kb * 1024
+		case "Pss:":
+			pss = kb * 1024
+		}
+	}
+	if pss == 0 {
+		pss = rss
+	}
+	return rss, pss
+}
