@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -206,7 +205,7 @@ func BenchmarkBoxNamespaces(b *testing.B) {
 	}
 	for b.Loop() {
 		cmd := exec.Command("ip", "link", "set", "lo", "up")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: boxCloneflags}
+		cmd.SysProcAttr = boxProcAttr()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
 		}

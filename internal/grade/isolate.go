@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/labctl/labctl/internal/checks"
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -41,10 +39,6 @@ import (
 // last. Everything the submission supplies it still runs through the
 // sandbox (an unprivileged user, mount and pid namespaces).
 const boxEnvVar = "LABCTL_GRADE_BOX"
-
-// boxCloneflags are the namespaces of a submission's box beyond the
-// sandbox's own.
-const boxCloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 
 // boxJob is what the child needs: the run's options that can cross a
 // process boundary, and the attempt so far.
@@ -141,24 +135,6 @@ func denyGitFetches() {
 	}
 }
 
-// loopbackUp brings up lo, the only interface of a new network namespace.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	req, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, req); err != nil {
-		return err
-	}
-	req.SetUint16(req.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, req)
-}
-
 // boxWriter sends the child's messages, one JSON line each.
 type boxWriter struct {
 	mu  sync.Mutex
@@ -248,7 +224,7 @@ func (g *grader) startBox(ctx context.Context, a *attempt, dir string, box *sand
 	if err != nil {
 		return nil, err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: boxCloneflags, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = boxProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start its box: %w", err)
 	}
