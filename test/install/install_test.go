@@ -30,7 +30,7 @@ const (
 
 func TestGoInstallFromAModuleProxy(t *testing.T) {
 	if testing.Short() {
-		t.Skip("compiles labctl from a fresh module cache: minutes")
+		t.Skip("compiles labctl from a module proxy: a minute or more")
 	}
 	goBin, err := exec.LookPath("go")
 	require.NoError(t, err)
@@ -41,15 +41,20 @@ func TestGoInstallFromAModuleProxy(t *testing.T) {
 	proxy := filepath.Join(tmp, "proxy")
 	writeProxy(t, proxy, root)
 
-	// The dependencies come from this machine's module cache (a proxy
-	// layout of its own), then from the user's proxy; labctl itself only
-	// from the file proxy, into an empty module cache, so nothing built
-	// from this checkout before can stand in for the module zip.
+	// The dependencies come from this machine's module cache, so their
+	// compiled packages are the build cache's already (a fresh module
+	// cache means new source paths and a 15-minute rebuild of every
+	// dependency), then from the user's proxy. labctl itself comes only
+	// from the file proxy, extracted to its own directory
+	// (labctl@v0.0.0-test), never from this checkout; that version is
+	// taken out of the module cache before and after.
 	hostCache := goEnv(t, goBin, "GOMODCACHE")
 	hostProxy := goEnv(t, goBin, "GOPROXY")
+	forgetTestVersion(t, hostCache)
+	t.Cleanup(func() { forgetTestVersion(t, hostCache) })
 	env := append(os.Environ(),
-		"GOPROXY="+fileURL(proxy)+","+fileURL(filepath.Join(hostCache, "cache", "download"))+","+hostProxy,
-		"GOMODCACHE="+filepath.Join(tmp, "modcache"),
+		"GOPROXY="+fileURL(proxy)+","+hostProxy,
+		"GOMODCACHE="+hostCache,
 		"GOBIN="+filepath.Join(tmp, "bin"),
 		"GONOSUMDB="+modulePath, // a test tag has no checksum on sum.golang.org
 		"GOFLAGS=-mod=mod -modcacherw",
@@ -77,6 +82,41 @@ func TestGoInstallFromAModuleProxy(t *testing.T) {
 	assert.Contains(t, backup, "func (r *BackupReconciler) Reconcile(")
 	hello := run(t, labctl, "solution", "lab-2.4")
 	assert.Contains(t, hello, "hello-world-operator/")
+}
+
+// forgetTestVersion removes testVersion of labctl from the module cache:
+// its extracted directory and its download-cache files (the list keeps
+// any real version a user installed).
+func forgetTestVersion(t *testing.T, modCache string) {
+	t.Helper()
+	dir := filepath.Join(modCache, modulePath+"@"+testVersion)
+	_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err == nil {
+			_ = os.Chmod(p, 0o755) // module caches are read-only
+		}
+		return nil
+	})
+	require.NoError(t, os.RemoveAll(dir))
+	dl := filepath.Join(modCache, "cache", "download", modulePath, "@v")
+	for _, ext := range []string{".info", ".mod", ".zip", ".ziphash", ".lock", ".partial"} {
+		_ = os.Remove(filepath.Join(dl, testVersion+ext))
+	}
+	list := filepath.Join(dl, "list")
+	raw, err := os.ReadFile(list)
+	if err != nil {
+		return
+	}
+	var keep []string
+	for _, v := range strings.Fields(string(raw)) {
+		if v != testVersion {
+			keep = append(keep, v)
+		}
+	}
+	if len(keep) == 0 {
+		_ = os.Remove(list)
+		return
+	}
+	_ = os.WriteFile(list, []byte(strings.Join(keep, "\n")+"\n"), 0o644)
 }
 
 // writeProxy lays out a GOPROXY directory serving testVersion of this
