@@ -49,15 +49,15 @@ var website embed.FS
 // The operators are Go modules of their own, which labctl's module zip
 // leaves out (and a replace directive would break `go install
 // github.com/labctl/labctl/cmd/labctl@version`), so their sources are
-// embedded as archives, regenerated with `make generate`;
+// embedded as text archives (txtar), regenerated with `make generate`;
 // TestArchivesMatchTheProjects fails when one is stale.
 //
-//go:generate go run ./gen -o postgres.zip ../../operator
-//go:generate go run ./gen -o hello.zip ../../hello-world-operator
+//go:generate go run ./gen -o postgres.txtar ../../operator
+//go:generate go run ./gen -o hello.txtar ../../hello-world-operator
 var (
-	//go:embed postgres.zip
+	//go:embed postgres.txtar
 	postgresZip []byte
-	//go:embed hello.zip
+	//go:embed hello.txtar
 	helloZip []byte
 )
 

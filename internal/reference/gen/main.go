@@ -1,5 +1,5 @@
-// Command gen packs a reference project into the zip internal/reference
-// embeds (see its go:generate lines): gen -o postgres.zip ../../operator.
+// Command gen packs a reference project into the txtar archive internal/reference
+// embeds (see its go:generate lines): gen -o postgres.txtar ../../operator.
 package main
 
 import (
@@ -14,7 +14,7 @@ func main() {
 	out := flag.String("o", "", "the archive to write")
 	flag.Parse()
 	if *out == "" || flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gen -o ARCHIVE.zip PROJECT_DIR")
+		fmt.Fprintln(os.Stderr, "usage: gen -o ARCHIVE.txtar PROJECT_DIR")
 		os.Exit(2)
 	}
 	if err := archive.WriteFile(*out, flag.Arg(0)); err != nil {
