@@ -385,8 +385,15 @@ func (p *conflictParams) Validate() error {
 // One is enough for a conflict on a good share of the operator's updates;
 // two starve an operator that has no retry of any moment to land its
 // update, and its requeue backoff then outgrows the check (a no-retry
-// operator still converges, which is all this check asks of it).
+// operator still converges, which is all this check asks of it). The
+// writer also stops at the operator's first conflict, which is all the
+// judgement needs: on a quiet machine one writer kept going caused eleven
+// 409s in a row, whose backoff (5 ms doubled each time) outgrew the check.
 const conflictWriters = 1
+
+// conflictPoll is how often the audit log is read for the operator's
+// first conflict while the writer touches.
+const conflictPoll = 100 * time.Millisecond
 
 // runProvokeConflict changes the Database's image while writers touch an
 // annotation of the StatefulSet in a tight loop, so the operator's update
@@ -443,29 +450,48 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 	// keeps the writers from hammering one that never converges.
 	per := min(c.Timeout/time.Duration(len(p.Images)+1), 3*time.Second)
 	var set []string
+	id := c.Operator().Identity
+	conflicted := false
+	// awaitImage waits up to per for the StatefulSet to carry image; while
+	// the writer touches, it also reads the audit log and stops the writer
+	// at the operator's first conflict.
+	awaitImage := func(image string) {
+		deadline := time.Now().Add(per)
+		for {
+			if !conflicted {
+				if ops, err := operatorWritesSince(ctx, c, id, stsGVR, ns, p.StatefulSet.Name, start); err == nil {
+					if _, n := countWrites(ops); n > 0 {
+						conflicted = true
+						stopWriters()
+					}
+				}
+			}
+			if u, err := sts.Get(ctx, p.StatefulSet.Name, metav1.GetOptions{}); err == nil {
+				if ok, _ := imageIs(image)(u); ok {
+					return
+				}
+			}
+			if !time.Now().Before(deadline) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(conflictPoll):
+			}
+		}
+	}
 	setImage := func(image string) error {
 		patch := fmt.Sprintf(`{"spec":{"image":%q}}`, image)
 		if _, err := c.Dynamic().Resource(dbGVR).Namespace(ns).Patch(ctx, p.Database.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("setting %s spec.image: %v", p.Database, oneLine(err))
 		}
 		set = append(set, image)
-		_, _ = c.WaitFor(ctx, stsGVR, p.StatefulSet.Name, per, imageIs(image))
+		awaitImage(image)
 		return nil
 	}
-	id := c.Operator().Identity
 	operatorWrites := func() ([]AuditEvent, error) {
-		evs, err := c.syncAudit(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("reading the audit log: %v", err)
-		}
-		var ops []AuditEvent
-		for _, ev := range evs {
-			if ev.By(id) && ev.On(stsGVR, ns, p.StatefulSet.Name) && (ev.Verb == "update" || ev.Verb == "patch") &&
-				ev.subresource() == "" && !ev.RequestReceivedTimestamp.Before(start) {
-				ops = append(ops, ev)
-			}
-		}
-		return ops, nil
+		return operatorWritesSince(ctx, c, id, stsGVR, ns, p.StatefulSet.Name, start)
 	}
 
 	last := p.Images[len(p.Images)-1]
@@ -536,6 +562,24 @@ func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
 	out.Observed = fmt.Sprintf("%d conflict(s) (409), then no successful write", conflicts)
 	out.Message = fmt.Sprintf("the operator's update of %s failed with 409 Conflict and it never wrote it successfully afterwards", p.StatefulSet)
 	return out
+}
+
+// operatorWritesSince is what the operator (id) sent to change the named
+// object (updates and patches of the object itself, not its status) since
+// start, from the audit log.
+func operatorWritesSince(ctx context.Context, c *Context, id string, gvr schema.GroupVersionResource, ns, name string, start time.Time) ([]AuditEvent, error) {
+	evs, err := c.syncAudit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the audit log: %v", err)
+	}
+	var ops []AuditEvent
+	for _, ev := range evs {
+		if ev.By(id) && ev.On(gvr, ns, name) && (ev.Verb == "update" || ev.Verb == "patch") &&
+			ev.subresource() == "" && !ev.RequestReceivedTimestamp.Before(start) {
+			ops = append(ops, ev)
+		}
+	}
+	return ops, nil
 }
 
 // countWrites counts the operator's updates (PUT) and its writes that

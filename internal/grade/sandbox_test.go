@@ -98,6 +98,11 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 		gb  *report.Gradebook
 		err error
 	}
+	// Two runs each point TMPDIR and GOTMPDIR at their work dir and put
+	// back what they found, which for the later one is the earlier one's:
+	// the test restores what it began with.
+	t.Setenv("TMPDIR", os.Getenv("TMPDIR"))
+	t.Setenv("GOTMPDIR", os.Getenv("GOTMPDIR"))
 	first := make(chan graded, 1)
 	go func() {
 		gb, err := grade.Run(ctx, grade.Options{
@@ -111,7 +116,6 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	// holds the lower half of the ephemeral range (it starts before the
 	// manager is ready, so by "evil: verifying"): graded beside it, it
 	// must score what it scores alone, full marks.
-	t.Setenv("TMPDIR", os.Getenv("TMPDIR")) // two runs each point it at their work dir
 	neighbour := materialize(t, filepath.Join(root, "class2"), []fixture{{Student: "neighbour"}}, true)
 	for wait := time.Now().Add(5 * time.Minute); time.Now().Before(wait); time.Sleep(200 * time.Millisecond) {
 		if out := stderr.String(); strings.Contains(out, "evil: verifying") || strings.Contains(out, "evil: tearing down") {

@@ -24,9 +24,15 @@ import (
 
 const (
 	modulePath = "github.com/labctl/labctl"
-	// testVersion is a tag no release will have.
-	testVersion = "v0.0.0-test"
+	// testVersionPrefix starts a tag no release will have.
+	testVersionPrefix = "v0.0.0-test."
 )
+
+// testVersion is new every run: the go command takes a module version in
+// its cache as immutable (its module index remembers a version's embed
+// patterns and imports), so one fixed test tag would be answered from an
+// earlier checkout's files.
+var testVersion = fmt.Sprintf("%s%d", testVersionPrefix, time.Now().UnixNano())
 
 func TestGoInstallFromAModuleProxy(t *testing.T) {
 	if testing.Short() {
@@ -84,22 +90,25 @@ func TestGoInstallFromAModuleProxy(t *testing.T) {
 	assert.Contains(t, hello, "hello-world-operator/")
 }
 
-// forgetTestVersion removes testVersion of labctl from the module cache:
-// its extracted directory and its download-cache files (the list keeps
-// any real version a user installed).
+// forgetTestVersion removes every test version of labctl from the module
+// cache (this run's and any a killed run left): extracted directories and
+// download-cache files; the list keeps any real version a user installed.
 func forgetTestVersion(t *testing.T, modCache string) {
 	t.Helper()
-	dir := filepath.Join(modCache, modulePath+"@"+testVersion)
-	_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err == nil {
-			_ = os.Chmod(p, 0o755) // module caches are read-only
-		}
-		return nil
-	})
-	require.NoError(t, os.RemoveAll(dir))
+	dirs, _ := filepath.Glob(filepath.Join(modCache, modulePath+"@"+testVersionPrefix+"*"))
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+			if err == nil {
+				_ = os.Chmod(p, 0o755) // module caches are read-only
+			}
+			return nil
+		})
+		require.NoError(t, os.RemoveAll(dir))
+	}
 	dl := filepath.Join(modCache, "cache", "download", modulePath, "@v")
-	for _, ext := range []string{".info", ".mod", ".zip", ".ziphash", ".lock", ".partial"} {
-		_ = os.Remove(filepath.Join(dl, testVersion+ext))
+	files, _ := filepath.Glob(filepath.Join(dl, testVersionPrefix+"*"))
+	for _, f := range files {
+		_ = os.Remove(f)
 	}
 	list := filepath.Join(dl, "list")
 	raw, err := os.ReadFile(list)
@@ -108,7 +117,7 @@ func forgetTestVersion(t *testing.T, modCache string) {
 	}
 	var keep []string
 	for _, v := range strings.Fields(string(raw)) {
-		if v != testVersion {
+		if !strings.HasPrefix(v, testVersionPrefix) {
 			keep = append(keep, v)
 		}
 	}
