@@ -41,12 +41,16 @@ const (
 
 func (v Verdict) String() string { return [...]string{"pass", "skip", "warn", "fail"}[v] }
 
+// MarshalText writes the verdict as its word, so `doctor -o json` reads
+// "fail", not 3.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
 // Probe is one row of the report.
 type Probe struct {
-	Name   string
-	Status Verdict
-	Detail string
-	Fix    string
+	Name   string  `json:"name"`
+	Status Verdict `json:"status"`
+	Detail string  `json:"detail,omitempty"`
+	Fix    string  `json:"fix,omitempty"`
 }
 
 // MinGo is the Go version student projects need (kubebuilder v4.7 scaffolds

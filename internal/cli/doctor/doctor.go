@@ -21,6 +21,9 @@ type Options struct {
 	// Doctor says what to probe (--name) and with what; NewCommand fills
 	// in the kind provider and its engine from the factory.
 	Doctor doctor.Options
+	// Output is text (the table), json or yaml (the probes as a list, for
+	// scripts and CI).
+	Output string
 }
 
 // NewCommand returns the doctor command.
@@ -47,13 +50,24 @@ container engine, labctl uses the local provider).`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Doctor.Name, "name", cluster.DefaultName, "cluster name to look for")
+	cmdutil.AddOutputFlag(cmd, &o.Output)
 	return cmd
 }
 
 // Run does the work of `labctl doctor`.
 func Run(ctx context.Context, o *Options) error {
+	if o.Output == "" {
+		o.Output = cmdutil.OutputText
+	}
+	if err := cmdutil.CheckOutput(o.Output); err != nil {
+		return err
+	}
 	probes := doctor.Run(ctx, &o.Doctor)
-	doctor.Print(o.f.IOStreams, probes)
+	if o.Output == cmdutil.OutputText {
+		doctor.Print(o.f.IOStreams, probes)
+	} else if err := cmdutil.PrintStructured(o.f.IOStreams.Out, o.Output, probes); err != nil {
+		return err
+	}
 	if doctor.Failed(probes) {
 		return &cmdutil.SilentError{Code: userr.ExitEnvironment}
 	}

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -47,4 +48,25 @@ func TestFailureExitCode(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, userr.ExitEnvironment, userr.Code(err))
 	assert.True(t, strings.Contains(out.String(), "Go\tfail\t1.22.5"), out.String())
+
+	// -o json: the same probes as a list a script can read, the same exit code.
+	out.Reset()
+	got.Output = cmdutil.OutputJSON
+	err = Run(context.Background(), got)
+	assert.Equal(t, userr.ExitEnvironment, userr.Code(err))
+	var probes []struct{ Name, Status, Detail, Fix string }
+	require.NoError(t, json.Unmarshal(out.Bytes(), &probes), out.String())
+	var goProbe *struct{ Name, Status, Detail, Fix string }
+	for i := range probes {
+		if probes[i].Name == "Go" {
+			goProbe = &probes[i]
+		}
+	}
+	require.NotNil(t, goProbe, out.String())
+	assert.Equal(t, "fail", goProbe.Status)
+	assert.Contains(t, goProbe.Detail, "1.22.5")
+	assert.NotEmpty(t, goProbe.Fix)
+
+	got.Output = "wide"
+	assert.Equal(t, userr.ExitUsage, userr.Code(Run(context.Background(), got)))
 }
