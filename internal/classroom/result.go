@@ -5,15 +5,17 @@
 // classroom`).
 //
 // The reporter (classroom-resources/autograding-grading-reporter) takes a
-// comma-separated list of step ids in its `runners` input and, for each,
-// reads the environment variable <ID in upper case>_RESULTS: base64 of a
-// JSON document {version, status, max_score, tests: [{name, status, score,
-// max_score, message, ...}]}. Graders such as autograding-command-grader
-// hand it over as the step output `result`. labctl does the same: verify
-// prints the base64 on stdout, the workflow's verify step (id RunnerID)
-// writes it as `result=...` to $GITHUB_OUTPUT, and the reporter step maps
-// it to LABCTL_RESULTS. Classroom's points are the sum of the tests'
-// scores out of max_score.
+// comma-separated list of runner names in its `runners` input and, for
+// each, reads the environment variable <NAME in upper case>_RESULTS: base64
+// of a JSON document {version, status, max_score, tests: [{name, status,
+// score, max_score, message, ...}]}. Its summary table scores a runner as
+// (tests passed ÷ tests) × max_score, so labctl gives it one runner per
+// task (TaskRunner), each with that task's points as max_score: every
+// total it shows then agrees with the lab's points, however unequal the
+// tasks. Verify prints one `<runner>=<base64>` line per task, the verify
+// step appends them to $GITHUB_OUTPUT, and the reporter step maps each to
+// its variable. Classroom's recorded points are the sum of the tests'
+// scores out of the sum of max_score.
 package classroom
 
 import (
@@ -35,12 +37,28 @@ import (
 // Format is verify's -o value for GitHub Classroom.
 const Format = "classroom"
 
-// RunnerID is the id of the workflow's verify step and the reporter's
-// `runners` input; the reporter reads the result from ResultsEnv.
+// RunnerID is the id of the workflow's verify step, whose outputs are the
+// tasks' results.
 const RunnerID = "labctl"
 
-// ResultsEnv is the variable the reporter reads for RunnerID.
-var ResultsEnv = strings.ToUpper(RunnerID) + "_RESULTS"
+// TaskRunner is the reporter's runner name for a lab task, which is also
+// the verify step's output holding its result: "task_" and the task id
+// with everything but letters and digits as "_" (task 6.2: task_6_2), a
+// name both a step output and an environment variable can have.
+func TaskRunner(taskID string) string {
+	b := []byte("task_")
+	for _, r := range strings.ToLower(taskID) {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			b = append(b, byte(r))
+		} else {
+			b = append(b, '_')
+		}
+	}
+	return string(b)
+}
+
+// ResultsEnv is the variable the reporter reads for a runner.
+func ResultsEnv(runner string) string { return strings.ToUpper(runner) + "_RESULTS" }
 
 // Test statuses the reporter knows.
 const (
@@ -77,18 +95,21 @@ type Test struct {
 	ExecutionTime string `json:"execution_time"`
 }
 
-// NewResult scores a verify report the way `labctl grade` does (task
-// credit: a task earns its points when verify passes it) and makes one test
-// per task of the lab, in the lab's order, so the tests' max_score add up
-// to the lab's points. A task the report lacks (verify ran with --task) is
-// an error worth nothing.
-func NewResult(lab *labs.Lab, rep *report.Report) *Result {
+// NewResult scores a verify report the way `labctl grade` does with the
+// same credit ("" is task credit: a task earns its points when verify
+// passes it) and makes one test per task of the lab, in the lab's order,
+// so the tests' max_score add up to the lab's points. A task the report
+// lacks (verify ran with --task) is an error worth nothing.
+func NewResult(lab *labs.Lab, rep *report.Report, credit grade.Credit) *Result {
 	lang := rep.Lang
 	byID := map[string]*report.Task{}
 	for _, t := range rep.Tasks {
 		byID[t.ID] = t
 	}
-	scores, _ := grade.Score(lab, rep, grade.CreditTasks)
+	if credit == "" {
+		credit = grade.CreditTasks
+	}
+	scores, _ := grade.Score(lab, rep, credit)
 	res := &Result{Version: 1, Status: StatusPass, MaxScore: lab.MaxPoints()}
 	plain := iostreams.PlainStyles()
 	for i, ts := range scores {
@@ -121,15 +142,62 @@ func NewResult(lab *labs.Lab, rep *report.Report) *Result {
 		test.ExecutionTime = fmt.Sprintf("%.3fs", spent.Seconds())
 		res.Tests = append(res.Tests, test)
 	}
-	for _, t := range res.Tests {
-		switch {
-		case t.Status == StatusFail:
-			res.Status = StatusFail
-		case t.Status == StatusError && res.Status == StatusPass:
-			res.Status = StatusError
-		}
+	res.Status = overall(res.Tests)
+	return res
+}
+
+// FailedResult is the result of a lab whose checks could not run because
+// the operator could not be built or deployed (`labctl up` failed): every
+// task failed, worth nothing, with the reason as its message, so the
+// student sees why and Classroom records 0 rather than nothing.
+func FailedResult(lab *labs.Lab, lang, reason string) *Result {
+	res := &Result{Version: 1, Status: StatusFail, MaxScore: lab.MaxPoints()}
+	msg := cut(report.Clean(reason), MessageBudget/max(len(lab.Tasks), 1))
+	for _, lt := range lab.Tasks {
+		res.Tests = append(res.Tests, Test{
+			Name:     lt.ID + " " + report.CleanLine(lt.Title.In(lang)),
+			Status:   StatusFail,
+			MaxScore: lt.Points,
+			Message:  msg,
+			TestCode: "labctl up --project .",
+		})
 	}
 	return res
+}
+
+// overall is a result's status: fail when a test failed, else error when
+// one errored, else pass.
+func overall(tests []Test) string {
+	status := StatusPass
+	for _, t := range tests {
+		switch {
+		case t.Status == StatusFail:
+			status = StatusFail
+		case t.Status == StatusError && status == StatusPass:
+			status = StatusError
+		}
+	}
+	return status
+}
+
+// PerTask splits a lab's result into one result per task, keyed by
+// TaskRunner in the lab's order: what the reporter's runners read.
+func (r *Result) PerTask(lab *labs.Lab) []TaskResult {
+	out := make([]TaskResult, 0, len(r.Tests))
+	for i, t := range r.Tests {
+		if i >= len(lab.Tasks) {
+			break
+		}
+		out = append(out, TaskResult{Runner: TaskRunner(lab.Tasks[i].ID),
+			Result: &Result{Version: r.Version, Status: overall([]Test{t}), MaxScore: t.MaxScore, Tests: []Test{t}}})
+	}
+	return out
+}
+
+// TaskResult is one task's result under its runner's name.
+type TaskResult struct {
+	Runner string
+	Result *Result
 }
 
 // MessageBudget bounds the tests' messages together, in bytes. The
@@ -199,13 +267,40 @@ func Decode(encoded string) (*Result, error) {
 	return &r, nil
 }
 
-// Write prints the encoded result of a verify report and a newline: the
-// value of the verify step's `result` output.
-func Write(w io.Writer, lab *labs.Lab, rep *report.Report) error {
-	enc, err := NewResult(lab, rep).Encode()
-	if err != nil {
-		return err
+// Write prints a verify report's result as the verify step's outputs: one
+// line `<runner>=<base64>` per task (see TaskRunner), for $GITHUB_OUTPUT.
+func Write(w io.Writer, lab *labs.Lab, rep *report.Report, credit grade.Credit) error {
+	return WriteResult(w, lab, NewResult(lab, rep, credit))
+}
+
+// WriteResult prints res as Write does.
+func WriteResult(w io.Writer, lab *labs.Lab, res *Result) error {
+	for _, tr := range res.PerTask(lab) {
+		enc, err := tr.Result.Encode()
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%s=%s\n", tr.Runner, enc); err != nil {
+			return err
+		}
 	}
-	_, err = fmt.Fprintln(w, enc)
-	return err
+	return nil
+}
+
+// ReadOutputs reads what Write printed back into one result per runner
+// (what the reporter does with the step's outputs), in order.
+func ReadOutputs(out string) ([]TaskResult, error) {
+	var res []TaskResult
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, enc, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("classroom result: %q is not name=value", line)
+		}
+		r, err := Decode(enc)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, TaskResult{Runner: name, Result: r})
+	}
+	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/labctl/labctl/internal/classroom"
+	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
 )
@@ -52,20 +53,110 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// render runs what `verify -o classroom` prints and decodes it as the
-// reporter does.
+// render runs what `verify -o classroom` prints, reads it back as the
+// workflow and the reporter do (one runner per task, each its task's
+// points as max_score), and joins the runners' tests into one result for
+// the assertions on the lab as a whole.
 func render(t *testing.T, lab *labs.Lab, rep *report.Report) (string, *classroom.Result) {
 	t.Helper()
 	var out bytes.Buffer
-	require.NoError(t, classroom.Write(&out, lab, rep))
-	line := out.String()
-	require.True(t, strings.HasSuffix(line, "\n"))
-	require.NotContains(t, strings.TrimSuffix(line, "\n"), "\n", "one line: a $GITHUB_OUTPUT value")
-	res, err := classroom.Decode(line)
+	require.NoError(t, classroom.Write(&out, lab, rep, ""))
+	return joinRunners(t, lab, out.String())
+}
+
+func joinRunners(t *testing.T, lab *labs.Lab, out string) (string, *classroom.Result) {
+	t.Helper()
+	require.True(t, strings.HasSuffix(out, "\n"))
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		require.Less(t, len(line), 128<<10, "each $GITHUB_OUTPUT value fits in an environment variable")
+	}
+	runners, err := classroom.ReadOutputs(out)
 	require.NoError(t, err)
-	pretty, err := json.MarshalIndent(res, "", "  ")
+	require.Len(t, runners, len(lab.Tasks), "one runner per task")
+	joined := &classroom.Result{Version: 1, Status: classroom.StatusPass}
+	for i, r := range runners {
+		lt := lab.Tasks[i]
+		require.Equal(t, classroom.TaskRunner(lt.ID), r.Runner)
+		require.Len(t, r.Result.Tests, 1)
+		require.Equal(t, lt.Points, r.Result.MaxScore, "a runner's max_score is its task's points")
+		require.Equal(t, r.Result.Tests[0].Status, r.Result.Status)
+		joined.MaxScore += r.Result.MaxScore
+		joined.Tests = append(joined.Tests, r.Result.Tests...)
+		switch st := r.Result.Status; {
+		case st == classroom.StatusFail:
+			joined.Status = st
+		case st == classroom.StatusError && joined.Status == classroom.StatusPass:
+			joined.Status = st
+		}
+	}
+	pretty, err := json.MarshalIndent(joined, "", "  ")
 	require.NoError(t, err)
-	return string(pretty) + "\n", res
+	return string(pretty) + "\n", joined
+}
+
+// reporterTotals computes the totals the Classroom reporter shows from its
+// runners, as its code does: the summary table scores a runner (tests
+// passed ÷ tests) × max_score; the recorded points are the sum of the
+// tests' scores out of the sum of max_score.
+func reporterTotals(runners []classroom.TaskResult) (table, recorded float64, max int) {
+	for _, r := range runners {
+		passed := 0
+		for _, test := range r.Result.Tests {
+			if test.Status == classroom.StatusPass {
+				passed++
+			}
+			recorded += test.Score
+		}
+		table += float64(passed) / float64(len(r.Result.Tests)) * float64(r.Result.MaxScore)
+		max += r.Result.MaxScore
+	}
+	return table, recorded, max
+}
+
+// Every total the student sees agrees with the lab's points, however
+// unequal its tasks: the reporter's table and the recorded points equal
+// labctl grade's score of the same report.
+func TestReporterTotalsAgreeWithTheLabsPoints(t *testing.T) {
+	lab := lab82(t)
+	failing := map[string]bool{"2.2": true, "4.3": true, "1.4": true}
+	rep := reportFor(lab, func(task, _ string) report.Result {
+		if failing[task] {
+			return report.Fail
+		}
+		return report.Pass
+	})
+	var out bytes.Buffer
+	require.NoError(t, classroom.Write(&out, lab, rep, ""))
+	runners, err := classroom.ReadOutputs(out.String())
+	require.NoError(t, err)
+	table, recorded, max := reporterTotals(runners)
+	_, want := grade.Score(lab, rep, grade.CreditTasks)
+	require.Less(t, want, float64(lab.MaxPoints()), "some points are lost")
+	require.Equal(t, lab.MaxPoints(), max)
+	require.InDelta(t, want, table, 1e-9, "the reporter's table")
+	require.InDelta(t, want, recorded, 1e-9, "the points Classroom records")
+}
+
+// A submission whose operator does not build or deploy is reported, every
+// task failed with the reason, and worth 0 rather than no grade.
+func TestFailedResult(t *testing.T) {
+	lab := lab82(t)
+	var out bytes.Buffer
+	require.NoError(t, classroom.WriteResult(&out, lab, classroom.FailedResult(lab, "en", "labctl up failed: the operator does not compile: cmd/main.go:12: undefined: foo")))
+	_, res := joinRunners(t, lab, out.String())
+	require.Equal(t, classroom.StatusFail, res.Status)
+	require.Equal(t, lab.MaxPoints(), res.MaxScore)
+	for _, test := range res.Tests {
+		require.Equal(t, classroom.StatusFail, test.Status)
+		require.Zero(t, test.Score)
+		require.Contains(t, test.Message, "undefined: foo")
+	}
+}
+
+func TestTaskRunnerNames(t *testing.T) {
+	require.Equal(t, "task_6_2", classroom.TaskRunner("6.2"))
+	require.Equal(t, "task_b_1", classroom.TaskRunner("B-1"))
+	require.Equal(t, "TASK_6_2_RESULTS", classroom.ResultsEnv(classroom.TaskRunner("6.2")))
 }
 
 func sumMax(res *classroom.Result) (max int, score float64) {
@@ -190,10 +281,9 @@ func TestResultFitsInAnEnvironmentVariable(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	require.NoError(t, classroom.Write(&out, lab, rep))
+	require.NoError(t, classroom.Write(&out, lab, rep, ""))
 	require.Less(t, out.Len(), 128<<10)
-	res, err := classroom.Decode(out.String())
-	require.NoError(t, err)
+	_, res := joinRunners(t, lab, out.String())
 	for _, test := range res.Tests {
 		require.LessOrEqual(t, len(test.Message), classroom.MessageBudget/len(lab.Tasks))
 		require.True(t, utf8.ValidString(test.Message))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
@@ -87,7 +89,19 @@ type WorkflowOptions struct {
 	// GoVersionFile is the repository's go.mod to take Go's version from
 	// ("" when it has none: DefaultGoVersion is set up).
 	GoVersionFile string
+	// Lang is the language of the titles, hints and feedback students see
+	// ("": verify's default, English on GitHub's runners).
+	Lang string
+	// Credit is how verify scores tasks ("": task credit).
+	Credit string
+	// PolicyFile is the grading policy verify applies, a path inside the
+	// repository ("" for none; see PolicyPath).
+	PolicyFile string
 }
+
+// PolicyPath is where `classroom init --policy` puts the grading policy in
+// a template repository.
+const PolicyPath = ".github/labctl-policy.yaml"
 
 var (
 	labIDPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -111,9 +125,19 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 	if o.GoVersionFile != "" && !goFilePattern.MatchString(o.GoVersionFile) {
 		return fmt.Errorf("invalid go-version-file %q", o.GoVersionFile)
 	}
+	if o.PolicyFile != "" && !goFilePattern.MatchString(o.PolicyFile) {
+		return fmt.Errorf("invalid policy file %q", o.PolicyFile)
+	}
+	if o.Lang != "" && !slices.Contains(labs.Langs, o.Lang) {
+		return fmt.Errorf("invalid language %q", o.Lang)
+	}
+	if o.Credit != "" && !slices.Contains(grade.Credits, grade.Credit(o.Credit)) {
+		return fmt.Errorf("invalid credit %q", o.Credit)
+	}
 	type task struct {
-		ID, Title string
-		Points    int
+		ID, Title      string
+		Points         int
+		Runner, EnvVar string
 	}
 	data := struct {
 		WorkflowOptions
@@ -122,7 +146,7 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 		Tasks                                                                []task
 		MaxPoints, JobTimeout, UpTimeout                                     int
 		GoVersion, ControlPlaneKey, KindVersion, ClusterName                 string
-		RunnerID, ResultsEnv                                                 string
+		RunnerID, Runners, VerifyFlags                                       string
 		Checkout, SetupGo, CacheRestore, CacheSave, UploadArtifact, Reporter string
 		// Operator: the lab's project has one to deploy (lab 1.4 has none).
 		Operator bool
@@ -138,7 +162,7 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 		KindVersion:     "v" + kindversion.Version(),
 		ClusterName:     cluster.DefaultName,
 		RunnerID:        RunnerID,
-		ResultsEnv:      ResultsEnv,
+		VerifyFlags:     verifyFlags(o),
 		Checkout:        ActionCheckout,
 		SetupGo:         ActionSetupGo,
 		CacheRestore:    ActionCacheRestore,
@@ -150,10 +174,33 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 	if ref, err := reference.Lookup(o.Lab.Project); err == nil {
 		data.Operator = ref.Operator
 	}
+	var runners []string
 	for _, t := range o.Lab.Tasks {
-		data.Tasks = append(data.Tasks, task{ID: t.ID, Title: report.CleanLine(t.Title.In("en")), Points: t.Points})
+		r := TaskRunner(t.ID)
+		runners = append(runners, r)
+		data.Tasks = append(data.Tasks, task{ID: t.ID, Title: report.CleanLine(t.Title.In("en")), Points: t.Points, Runner: r, EnvVar: ResultsEnv(r)})
 	}
+	data.Runners = strings.Join(runners, ",")
 	return workflowTemplate.Execute(w, data)
+}
+
+// verifyFlags are the options verify runs with beyond the lab, provider
+// and project (each value checked by RenderWorkflow).
+func verifyFlags(o WorkflowOptions) string {
+	var f []string
+	if o.Lang != "" {
+		f = append(f, "--lang "+o.Lang)
+	}
+	if o.Credit != "" {
+		f = append(f, "--credit "+o.Credit)
+	}
+	if o.PolicyFile != "" {
+		f = append(f, "--policy "+o.PolicyFile)
+	}
+	if len(f) == 0 {
+		return ""
+	}
+	return " " + strings.Join(f, " ")
 }
 
 // ValidLabctlVersion accepts a release a workflow can pin (v1.2.0) or

@@ -119,10 +119,23 @@ func checkWorkflowYAML(t *testing.T, lab *labs.Lab, provider string, raw []byte)
 			verify = true
 			require.Contains(t, st.Run, "labctl verify "+lab.ID+" --provider "+provider+" --project . -o classroom")
 			require.Contains(t, st.Run, `>> "$GITHUB_OUTPUT"`)
+			// It runs when labctl up failed too, and reports every task
+			// failed with labctl up's error.
+			require.Contains(t, st.If, "steps.up.outcome == 'failure'")
+			require.Contains(t, st.Run, "labctl classroom fail "+lab.ID+" --reason")
+		case st.ID == "up":
+			require.Contains(t, st.Run, "set -o pipefail", "tee must not hide labctl up's failure")
 		case strings.HasPrefix(st.Uses, "classroom-resources/autograding-grading-reporter@"):
 			reporter = true
-			require.Equal(t, classroom.RunnerID, st.With["runners"])
-			require.Equal(t, "${{ steps.labctl.outputs.result }}", st.Env["LABCTL_RESULTS"])
+			// One runner per task, each reading its task's step output.
+			var runners []string
+			for _, lt := range lab.Tasks {
+				r := classroom.TaskRunner(lt.ID)
+				runners = append(runners, r)
+				require.Equal(t, "${{ steps.labctl.outputs."+r+" }}", st.Env[classroom.ResultsEnv(r)])
+			}
+			require.Equal(t, strings.Join(runners, ","), st.With["runners"])
+			require.Len(t, st.Env, len(lab.Tasks))
 		case strings.HasPrefix(st.Uses, "actions/upload-artifact@"):
 			upload = true
 			require.Equal(t, "failure()", st.If)
@@ -169,10 +182,10 @@ func TestLintCatchesMistakes(t *testing.T) {
 	require.NoError(t, classroom.RenderWorkflow(&b, classroom.WorkflowOptions{
 		Lab: lab82(t), Provider: classroom.ProviderKind, LabctlVersion: "v0.4.0",
 	}))
-	broken := strings.Replace(b.String(), "steps.labctl.outputs.result }}", "steps.verify.outputs.result }}", 1)
+	broken := strings.Replace(b.String(), "steps.labctl.outputs.task_1_1 }}", "steps.verify.outputs.task_1_1 }}", 1)
 	require.Len(t, lintErrors(t, []byte(broken)), 1)
 	if _, err := exec.LookPath("shellcheck"); err == nil {
-		broken = strings.Replace(b.String(), `echo "result=${result}" >> "$GITHUB_OUTPUT"`, `echo "result=${result}" >> $GITHUB_OUTPUT`, 1)
+		broken = strings.Replace(b.String(), `cat "$results" >> "$GITHUB_OUTPUT"`, `cat $results >> "$GITHUB_OUTPUT"`, 1)
 		errs := lintErrors(t, []byte(broken))
 		require.Len(t, errs, 1)
 		require.Equal(t, "shellcheck", errs[0].Kind)
@@ -187,6 +200,9 @@ func TestWorkflowRejectsWhatItCannotPin(t *testing.T) {
 		{Lab: lab, Provider: "kind", LabctlVersion: "v0.4.0+dirty"},
 		{Lab: lab, Provider: "kind", LabctlVersion: "v0.4.0; rm -rf /"},
 		{Lab: lab, Provider: "kind", LabctlVersion: "v0.4.0", GoVersionFile: "go.mod\nx: y"},
+		{Lab: lab, Provider: "kind", LabctlVersion: "v0.4.0", PolicyFile: "p.yaml; curl evil"},
+		{Lab: lab, Provider: "kind", LabctlVersion: "v0.4.0", Lang: "fr"},
+		{Lab: lab, Provider: "kind", LabctlVersion: "v0.4.0", Credit: "half"},
 	} {
 		require.Error(t, classroom.RenderWorkflow(&bytes.Buffer{}, o), "%+v", o)
 	}
@@ -210,7 +226,7 @@ func TestWorkflowForALabWithoutOperator(t *testing.T) {
 	require.NoError(t, classroom.RenderWorkflow(&b, classroom.WorkflowOptions{
 		Lab: lab, Provider: classroom.ProviderLocal, LabctlVersion: "v0.4.0",
 	}))
-	require.Contains(t, b.String(), "run: labctl up --provider local --no-operator\n")
+	require.Contains(t, b.String(), "\n          labctl up --provider local --no-operator 2>&1 | tee")
 	require.NotContains(t, b.String(), "labctl up --provider local --project .")
 	require.Contains(t, b.String(), "labctl verify lab-1.4 --provider local --project . -o classroom")
 	checkWorkflowYAML(t, lab, classroom.ProviderLocal, b.Bytes())

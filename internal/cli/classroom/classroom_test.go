@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/labctl/labctl/internal/classroom"
 	classroomcmd "github.com/labctl/labctl/internal/cli/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -20,7 +21,60 @@ func TestFlags(t *testing.T) {
 	cmd := classroomcmd.NewCommand(&cmdutil.Factory{IOStreams: s, Version: "v0.3.0"}, func(_ context.Context, o *classroomcmd.Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"init", "lab-8.2", "--provider", "local", "--dir", "/tmp/x", "--force", "--labctl-version", "v0.4.0"})
 	require.NoError(t, cmd.Execute())
-	require.Equal(t, classroomcmd.Options{Streams: s, BuiltVersion: "v0.3.0", Lab: "lab-8.2", Provider: "local", Dir: "/tmp/x", Force: true, LabctlVersion: "v0.4.0"}, *got)
+	require.Equal(t, classroomcmd.Options{Streams: s, BuiltVersion: "v0.3.0", Lab: "lab-8.2", Provider: "local", Dir: "/tmp/x", Force: true, LabctlVersion: "v0.4.0", Credit: "tasks"}, *got)
+}
+
+// --lang, --credit and --policy reach verify in the workflow; the policy
+// is checked against the lab and copied into the repository.
+func TestInitWithLangCreditAndPolicy(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(t.TempDir(), "fall.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte("name: fall-2026\nlabs:\n  lab-8.2:\n    points: {\"1.1\": 10}\n"), 0o644))
+	s, out, _ := iostreams.Test(false)
+	o := &classroomcmd.Options{Streams: s, BuiltVersion: "v0.4.0", Lab: "8.2", Provider: "kind", Dir: dir, Lang: "RU", Credit: "checks", Policy: pol}
+	require.NoError(t, classroomcmd.Run(context.Background(), o))
+	wf, err := os.ReadFile(filepath.Join(dir, ".github", "workflows", "classroom.yml"))
+	require.NoError(t, err)
+	require.Contains(t, string(wf), "labctl verify lab-8.2 --provider kind --project . --lang ru --credit checks --policy .github/labctl-policy.yaml -o classroom")
+	copied, err := os.ReadFile(filepath.Join(dir, ".github", "labctl-policy.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(copied), "fall-2026")
+	require.Contains(t, out.String(), "labctl-policy.yaml")
+
+	// A policy that does not fit the lab writes nothing.
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(pol, []byte("name: x\nlabs:\n  lab-8.2:\n    points: {\"9.9\": 1}\n"), 0o644))
+	o.Dir, o.Force = other, false
+	err = classroomcmd.Run(context.Background(), o)
+	require.Equal(t, userr.ExitUsage, userr.Code(err))
+	entries, _ := os.ReadDir(other)
+	require.Empty(t, entries)
+
+	o.Policy, o.Credit = "", "half"
+	require.Equal(t, userr.ExitUsage, userr.Code(classroomcmd.Run(context.Background(), o)))
+}
+
+// classroom fail prints every task failed, with the reason, as verify -o
+// classroom prints its results, and exits 3 (tasks failed).
+func TestFailReportsEveryTask(t *testing.T) {
+	s, out, _ := iostreams.Test(false)
+	cmd := classroomcmd.NewCommand(&cmdutil.Factory{IOStreams: s, Version: "v0.4.0"}, nil)
+	cmd.SetArgs([]string{"fail", "lab-3.1", "--reason", "labctl up failed: the operator does not compile"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	require.Equal(t, userr.ExitChecks, userr.Code(err))
+	runners, err := classroom.ReadOutputs(out.String())
+	require.NoError(t, err)
+	require.NotEmpty(t, runners)
+	for _, r := range runners {
+		require.Equal(t, classroom.StatusFail, r.Result.Status)
+		require.Contains(t, r.Result.Tests[0].Message, "does not compile")
+	}
+
+	cmd = classroomcmd.NewCommand(&cmdutil.Factory{IOStreams: s, Version: "v0.4.0"}, nil)
+	cmd.SetArgs([]string{"fail", "lab-3.1"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	require.Equal(t, userr.ExitUsage, userr.Code(cmd.Execute()))
 }
 
 func TestInitWritesOnceWithoutForce(t *testing.T) {

@@ -21,9 +21,11 @@ import (
 	"github.com/labctl/labctl/internal/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/operator"
+	"github.com/labctl/labctl/internal/policy"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/runguard"
@@ -44,6 +46,11 @@ type Options struct {
 	Lang     string
 	Name     string
 	Provider string
+	// Policy is an instructor's grading policy file (as labctl grade
+	// takes), applied to the lab before it runs.
+	Policy string
+	// Credit is how -o classroom scores tasks (as labctl grade's --credit).
+	Credit string
 
 	// Labs loads the lab definitions (the embedded ones by default).
 	Labs func() ([]*labs.Lab, error)
@@ -103,6 +110,8 @@ report.`,
 	cmd.Flags().BoolVar(&o.Keep, "keep", false, "keep the namespace and its objects after the run")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 15*time.Minute, "give up the whole run after this long")
 	cmd.Flags().StringVar(&o.Lang, "lang", "", "language of titles and hints: en or ru (default from LANG)")
+	cmd.Flags().StringVar(&o.Policy, "policy", "", "grading policy (YAML, as labctl grade takes): step severities, points, course bugs")
+	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditTasks), "how -o classroom scores a task: tasks or checks (as labctl grade)")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
 	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -132,6 +141,21 @@ func Run(ctx context.Context, o *Options) error {
 	lab, err := labs.FindLab(all, o.Lab)
 	if err != nil {
 		return err
+	}
+	if o.Policy != "" {
+		pol, err := policy.Load(o.Policy)
+		if err != nil {
+			return err
+		}
+		if lab, err = pol.Apply(lab); err != nil {
+			return err
+		}
+	}
+	if o.Credit == "" {
+		o.Credit = string(grade.CreditTasks)
+	}
+	if !slices.Contains(grade.Credits, grade.Credit(o.Credit)) {
+		return userr.Usage(fmt.Sprintf("unknown credit %q", o.Credit), "use --credit tasks or --credit checks")
 	}
 	for _, t := range o.Tasks {
 		if _, ok := lab.Task(t); !ok {
@@ -282,7 +306,7 @@ func Run(ctx context.Context, o *Options) error {
 	} else {
 		step.Fail()
 	}
-	if err := write(s, lab, rep, o.Output); err != nil {
+	if err := write(s, lab, rep, o.Output, grade.Credit(o.Credit)); err != nil {
 		return err
 	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -299,14 +323,14 @@ var formats = append(slices.Clone(report.Formats), classroom.Format)
 
 // write prints the report. For GitHub Classroom stdout carries only the
 // value its reporter reads; the text report goes to the log on stderr.
-func write(s *iostreams.IOStreams, lab *labs.Lab, rep *report.Report, format string) error {
+func write(s *iostreams.IOStreams, lab *labs.Lab, rep *report.Report, format string, credit grade.Credit) error {
 	if format != classroom.Format {
 		return report.Write(s, rep, format)
 	}
 	if err := report.WriteText(s.ErrOut, s.Styles(), rep, s.Verbose); err != nil {
 		return err
 	}
-	return classroom.Write(s.Out, lab, rep)
+	return classroom.Write(s.Out, lab, rep, credit)
 }
 
 // FindOperator finds the operator under test of the Database labs; see

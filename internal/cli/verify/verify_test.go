@@ -3,6 +3,8 @@ package verify
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -73,6 +75,21 @@ func TestBadInputIsAUsageError(t *testing.T) {
 	assert.Contains(t, userr.Message(err), "lab-4.4, lab-8.2")
 }
 
+// A policy that does not fit the lab and an unknown credit are usage
+// errors, before any cluster is looked for.
+func TestPolicyAndCreditAreChecked(t *testing.T) {
+	s, _, _ := iostreams.Test(false)
+	f := &cmdutil.Factory{IOStreams: s}
+	pol := filepath.Join(t.TempDir(), "p.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte("name: fall\nlabs:\n  lab-8.2:\n    points: {\"9.9\": 5}\n"), 0o644))
+	err := Run(context.Background(), &Options{f: f, Lab: "8.2", Output: "table", Policy: pol, Timeout: time.Minute})
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
+	assert.Contains(t, userr.Message(err), "has no task 9.9")
+	err = Run(context.Background(), &Options{f: f, Lab: "8.2", Output: "table", Credit: "half", Timeout: time.Minute})
+	assert.Equal(t, userr.ExitUsage, userr.Code(err))
+	assert.Contains(t, userr.Message(err), "unknown credit")
+}
+
 func TestClassroomOutput(t *testing.T) {
 	assert.Equal(t, "classroom", parse(t, "lab-8.2", "-o", "classroom").Output)
 
@@ -83,11 +100,14 @@ func TestClassroomOutput(t *testing.T) {
 	}}
 	rep.Finish()
 	s, out, errOut := iostreams.Test(false)
-	require.NoError(t, write(s, lab, rep, classroom.Format))
-	res, err := classroom.Decode(out.String())
-	require.NoError(t, err, "stdout is only the encoded result")
-	assert.Equal(t, 10, res.MaxScore)
-	assert.Equal(t, 7.0, res.Tests[0].Score+res.Tests[1].Score)
+	require.NoError(t, write(s, lab, rep, classroom.Format, ""))
+	runners, err := classroom.ReadOutputs(out.String())
+	require.NoError(t, err, "stdout is only the tasks' encoded results")
+	require.Len(t, runners, 2)
+	assert.Equal(t, "task_1", runners[0].Runner)
+	assert.Equal(t, 3, runners[0].Result.MaxScore)
+	assert.Equal(t, 7, runners[1].Result.MaxScore)
+	assert.Equal(t, 7.0, runners[0].Result.Tests[0].Score+runners[1].Result.Tests[0].Score)
 	// The log shows the same text report as -o table.
 	var text bytes.Buffer
 	require.NoError(t, report.WriteText(&text, s.Styles(), rep, false))
