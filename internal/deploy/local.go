@@ -291,6 +291,14 @@ func operatorFor(p *Project, rec localRecord, dir string) *operator.Operator {
 		Restarts: func(context.Context) (int, error) {
 			return supervise.Restarts(filepath.Join(dir, "restarts"))
 		},
+		CPU: func(context.Context) (time.Duration, error) {
+			for _, r := range proc.LoadRecords(filepath.Join(dir, proc.SupervisorRecord)) {
+				if r.Alive() {
+					return proc.TreeCPU(r.PID)
+				}
+			}
+			return 0, errors.New("the manager's supervisor is not running")
+		},
 	}
 }
 

@@ -6,6 +6,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Operator is a deployed operator.
@@ -25,6 +26,11 @@ type Operator struct {
 	Logs func(ctx context.Context) ([]byte, error)
 	// Restarts counts how often the manager restarted since deployed.
 	Restarts func(ctx context.Context) (int, error)
+	// CPU is the CPU time the manager (all its processes) has used since
+	// it started; nil where it cannot be read (in-cluster). Two readings
+	// give its load over a while: an operator with nothing to do uses
+	// next to none.
+	CPU func(ctx context.Context) (time.Duration, error)
 	// SourceHash fingerprints the project's sources as they were when the
 	// running manager was built ("" when unknown, e.g. in-cluster).
 	SourceHash string

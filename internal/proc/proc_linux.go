@@ -262,3 +262,58 @@ func Memory(pid int) (rss, pss uint64) {
 	}
 	return rss, pss
 }
+
+// userHZ is the unit of the CPU times in /proc/PID/stat: the kernel's
+// USER_HZ, 100 on every architecture Linux exposes to user space.
+const userHZ = 100
+
+// TreeCPU returns the CPU time (user and system) that pid and every
+// process below it have used so far, children that ended and were waited
+// for included. It reads /proc once; a process that ends meanwhile is left
+// out, so two readings are compared only while the tree is alive.
+func TreeCPU(pid int) (time.Duration, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	type stat struct{ ppid, ticks int64 }
+	stats := map[int]stat{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised name: state(3) ppid(4) ...
+		// utime(14) stime(15) cutime(16) cstime(17).
+		i := bytes.LastIndexByte(raw, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(raw[i+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		var n [5]int64
+		for j, k := range []int{1, 11, 12, 13, 14} {
+			n[j], _ = strconv.ParseInt(f[k], 10, 64)
+		}
+		stats[p] = stat{ppid: n[0], ticks: n[1] + n[2] + n[3] + n[4]}
+	}
+	if _, ok := stats[pid]; !ok {
+		return 0, fmt.Errorf("process %d is not running", pid)
+	}
+	children := map[int][]int{}
+	for p, s := range stats {
+		children[int(s.ppid)] = append(children[int(s.ppid)], p)
+	}
+	var ticks int64
+	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+		ticks += stats[queue[0]].ticks
+		queue = append(queue, children[queue[0]]...)
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
+}

@@ -37,3 +37,6 @@ func Stop(context.Context, int, time.Duration) error { return nil }
 
 // Memory is unknown without /proc.
 func Memory(int) (rss, pss uint64) { return 0, 0 }
+
+// TreeCPU is unknown without /proc.
+func TreeCPU(int) (time.Duration, error) { return 0, errNeedsLinux() }

@@ -123,6 +123,7 @@ var mutants = []struct {
 	{"secret-not-owned", "lab-3.3", []string{"2.2"}}, // the finalizer's cleanup deletes the Secret even without an owner reference
 	{"finalizer-left-on-delete", "lab-3.3", []string{"cleanup"}},
 	{"replicas-never-updated", "lab-3.3", []string{"8.2"}},
+	{"annotate-last-reconciled", "lab-3.3", []string{"5.1"}},
 	{"database-notfound-as-error", "lab-3.3", []string{"cleanup"}},
 	{"database-get-error-wrapped", "lab-3.3", []string{"cleanup"}},
 	{"no-owns-statefulset", "lab-3.4", []string{"4.1", "4.2", "6.3"}},
@@ -156,6 +157,7 @@ var mutants = []struct {
 	{"db-replicas-never-scaled", "lab-4.3", []string{"5.2"}},
 	{"phase-enum-without-new-phases", "lab-4.4", []string{"1.0", "3.2", "3.3", "5.1"}},
 	{"progressing-left-true", "lab-4.4", []string{"3.2"}},
+	{"requeue-without-unit", "lab-4.4", []string{"3.2"}},
 	{"configuring-skipped", "lab-4.4", []string{"3.3"}},
 	{"ready-before-replicas", "lab-4.4", []string{"3.3"}},
 	{"missing-statefulset-recreated-silently", "lab-4.4", []string{"5.1"}},
@@ -192,6 +194,7 @@ var mutants = []struct {
 	{"hello-configmaps-without-delete", "lab-2.4", []string{"4.1"}},
 	{"hello-no-configmap-owner-reference", "lab-2.4", []string{"5.3", "7.1"}},
 	{"hello-status-never-set", "lab-2.4", []string{"5.4"}},
+	{"hello-requeue-without-unit", "lab-2.4", []string{"5.4"}},
 	{"hello-message-not-propagated", "lab-2.4", []string{"6.1"}},
 	{"hello-count-minimum-5", "lab-2.4", []string{"3.1", "8.1"}},
 	{"hello-no-reconcile-logs", "lab-3.1", []string{"2.2"}},
