@@ -102,9 +102,19 @@ func (sv *Validator) Validate(doc any) []error {
 	if res == nil || res.IsValid() {
 		return nil
 	}
-	var msgs []string
+	// An anyOf that failed is reported twice: as itself, and by what each
+	// of its forms found wrong. The latter says more.
+	var msgs, composite []string
 	for _, err := range res.Errors {
+		var ce openapierrors.Error
+		if errors.As(err, &ce) && ce.Code() == openapierrors.CompositeErrorCode {
+			composite = append(composite, describeComposite(err.Error()))
+			continue
+		}
 		msgs = append(msgs, sv.describe(err))
+	}
+	if len(msgs) == 0 {
+		msgs = composite
 	}
 	sort.Strings(msgs)
 	msgs = compact(msgs)
@@ -143,8 +153,10 @@ func (sv *Validator) describe(err error) string {
 	case openapierrors.RequiredFailCode:
 		return prefix + "required field missing"
 	case openapierrors.PatternFailCode:
-		msg := fmt.Sprintf("%s%s does not match %v", prefix, showValue(v.Value), sv.at(v.Name)["pattern"])
-		if d, _ := sv.at(v.Name)["description"].(string); d != "" {
+		_, pattern, _ := strings.Cut(v.Error(), " should match '")
+		pattern = strings.TrimSuffix(pattern, "'")
+		msg := fmt.Sprintf("%s%s does not match %s", prefix, showValue(v.Value), pattern)
+		if d := sv.descriptionOf(v.Name, pattern); d != "" {
 			msg += " (" + firstSentence(d) + ")"
 		}
 		return msg
@@ -158,12 +170,48 @@ func (sv *Validator) describe(err error) string {
 	msg := v.Error()
 	msg = strings.TrimPrefix(msg, v.Name)
 	msg = strings.TrimPrefix(msg, " in "+v.In)
+	if got, ok := v.Value.(string); ok && v.Code() == openapierrors.InvalidTypeCode {
+		msg = strings.Replace(msg, ": "+strconv.Quote(got), ", not "+got, 1) // the type found
+	}
 	return prefix + strings.TrimSpace(msg)
 }
 
-// at returns the schema that applies at a validator path, as a map
-// (nil when the path leaves the schema).
-func (sv *Validator) at(path string) map[string]any {
+// describeComposite rewrites `"defaults.for" must validate at least one
+// schema (anyOf)`.
+func describeComposite(msg string) string {
+	q, err := strconv.QuotedPrefix(msg)
+	if err != nil {
+		return msg
+	}
+	path, _ := strconv.Unquote(q)
+	rest := strings.TrimSpace(strings.TrimPrefix(msg, q))
+	if strings.HasSuffix(rest, "(anyOf)") {
+		rest = "has none of the forms it may take"
+	}
+	if path = displayPath(path); path != "" {
+		return path + ": " + rest
+	}
+	return rest
+}
+
+// descriptionOf is the description of the schema at a validator path that
+// has the given pattern: the path's own, or one of its anyOf forms'.
+func (sv *Validator) descriptionOf(path, pattern string) string {
+	s := sv.at(path)
+	if s == nil {
+		return ""
+	}
+	for _, form := range s.AnyOf {
+		if form.Pattern == pattern && form.Description != "" {
+			return form.Description
+		}
+	}
+	return s.Description
+}
+
+// at returns the schema that applies at a validator path (nil when the
+// path leaves the schema).
+func (sv *Validator) at(path string) *spec.Schema {
 	s := sv.schema
 	for _, part := range pathParts(path) {
 		if s == nil {
@@ -183,10 +231,7 @@ func (sv *Validator) at(path string) map[string]any {
 		}
 		s = nil
 	}
-	if s == nil {
-		return nil
-	}
-	return map[string]any{"pattern": s.Pattern, "description": s.Description}
+	return s
 }
 
 // firstSentence is the first sentence of a description.
