@@ -78,6 +78,7 @@ func TestValidateFindsMistakes(t *testing.T) {
 		"nested unknown":     {"eventually: [{path", "evantually: [{path", `scenarios[0].steps[0].expect: unknown field "evantually"`},
 		"wrong enum":         {"    tasks: [\"1.1\"]\n", "    tasks: [\"1.1\"]\n    severity: error\n", `scenarios[0].steps[0].severity: "error": want warn`},
 		"wrong type":         {"points: 1", "points: many", "tasks[0].points: must be of type integer"},
+		"duplicate key":      {"points: 1", "points: 1\n  points: 2", `key "points" already set in map`},
 		"bad timeout":        {"for: 1s", "for: soon", "defaults.for"},
 		"assertion untitled": {"    title: {en: c, ru: ц}\n", "", "an assertion needs a title"},
 		"has and equals":     {"equals: 1}", "equals: 1, has: {a: 1}}", "exactly one of"},

@@ -40,7 +40,7 @@ var schemaValidator = sync.OnceValues(func() (*jsonschema.Validator, error) {
 // version is refused for that reason alone, then the schema, then the
 // fields into a Lab.
 func decode(data []byte) (*Lab, error) {
-	doc, err := yaml.YAMLToJSON(data)
+	doc, err := yaml.YAMLToJSONStrict(data) // strict: a key given twice is an error
 	if err != nil {
 		return nil, err
 	}
