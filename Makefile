@@ -17,8 +17,8 @@ all: build
 build: ## build bin/labctl
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/labctl
 
-generate: ## re-pack the reference operators labctl embeds (after editing operator/ or hello-world-operator/)
-	$(GO) generate ./internal/reference
+generate: ## re-pack the reference operators labctl embeds (after editing operator/ or hello-world-operator/); write the lab format's JSON Schema (after editing internal/labs' types)
+	$(GO) generate ./internal/reference ./labs
 
 cross: ## labctl builds and vets for macOS and Windows (the local provider and grading sandbox say there that they need Linux)
 	GOOS=darwin GOARCH=arm64 $(GO) build ./... && GOOS=darwin GOARCH=arm64 $(GO) vet ./...

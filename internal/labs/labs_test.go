@@ -30,6 +30,8 @@ func TestEmbeddedLabsLoad(t *testing.T) {
 }
 
 const minimal = `
+apiVersion: labctl.dev/v1alpha1
+kind: Lab
 id: lab-1.1
 title: {en: T, ru: Т}
 defaults:
@@ -66,13 +68,19 @@ func TestParseMinimal(t *testing.T) {
 
 func TestValidateFindsMistakes(t *testing.T) {
 	cases := map[string]struct{ from, to, want string }{
-		"unknown field":      {"points: 1", "pionts: 1", "unknown field"},
+		"unknown field":      {"points: 1", "pionts: 1", `tasks[0]: unknown field "pionts"`},
 		"task without check": {`tasks: ["1.1"]`, `tasks: ["2.1"]`, "unknown task 2.1"},
 		"two operations":     {"    expect:", "    delete: {ref: statefulset/x}\n    expect:", "exactly one of"},
 		"unknown kind":       {"ref: statefulset/x", "ref: widget/x", `unknown kind "widget"`},
 		"bad path":           {"path: spec.replicas,", `path: "spec[x]",`, "selector"},
-		"bad task id":        {`- id: "1.1"`, `- id: "one"`, "as numbered in the lab text"},
-		"missing russian":    {"title: {en: a, ru: а}", "title: {en: a}", "title needs en and ru"},
+		"bad task id":        {`- id: "1.1"`, `- id: "one"`, `tasks[0].id: "one" does not match ^([0-9]+\.[0-9]+|cleanup)$ (ID is the task's number in the lab text (1.2), or cleanup.)`},
+		"missing russian":    {"title: {en: a, ru: а}", "title: {en: a}", "tasks[0].title.ru: required field missing"},
+		"nested unknown":     {"eventually: [{path", "evantually: [{path", `scenarios[0].steps[0].expect: unknown field "evantually"`},
+		"wrong enum":         {"    tasks: [\"1.1\"]\n", "    tasks: [\"1.1\"]\n    severity: error\n", `scenarios[0].steps[0].severity: "error": want warn`},
+		"wrong type":         {"points: 1", "points: many", "tasks[0].points: must be of type integer"},
+		"duplicate key":      {"points: 1", "points: 1\n  points: 2", `key "points" already set in map`},
+		"bad timeout":        {"for: 1s", "for: soon", "defaults.for"},
+		"assertion untitled": {"    title: {en: c, ru: ц}\n", "", "an assertion needs a title"},
 		"has and equals":     {"equals: 1}", "equals: 1, has: {a: 1}}", "exactly one of"},
 		"has without path":   {"{path: spec.replicas, equals: 1}", "{has: [1]}", "has without a path needs a partial object"},
 		"action with tasks":  {"    expect:\n      ref: statefulset/x\n      eventually: [{path: spec.replicas, equals: 1}]", "    delete: {ref: statefulset/x}", "is an action"},

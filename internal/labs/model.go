@@ -17,12 +17,31 @@ import (
 	"github.com/labctl/labctl/internal/userr"
 )
 
-// Lab is one lab of the course.
+// APIVersion and KindLab head every lab file: the version of the format
+// this labctl reads. A change that old files would fail on (a field renamed
+// or made required) is a new version.
+const (
+	APIVersion = "labctl.dev/v1alpha1"
+	KindLab    = "Lab"
+)
+
+// Lab is one lab of the course: a file labs/<id>.yaml.
 type Lab struct {
+	// APIVersion is the version of the lab format: labctl.dev/v1alpha1.
+	// +kubebuilder:validation:Enum=labctl.dev/v1alpha1
+	APIVersion string `json:"apiVersion"`
+	// Kind is Lab.
+	// +kubebuilder:validation:Enum=Lab
+	Kind string `json:"kind"`
 	// ID is the lab's name on the command line: lab-3.4.
-	ID     string `json:"id"`
-	Title  Text   `json:"title"`
-	Module int    `json:"module"`
+	// +kubebuilder:validation:Pattern=`^lab-[0-9]+\.[0-9]+$`
+	ID string `json:"id"`
+	// Title is the lab's title, as in the lab text.
+	Title Text `json:"title"`
+	// Module is the course module the lab belongs to.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Module int `json:"module"`
 	// Source names the lab text in the course repository.
 	Source string `json:"source,omitempty"`
 	// Project names the reference project the lab builds on (its answer,
@@ -39,18 +58,24 @@ type Lab struct {
 	// whatever garbage collection removes because it owned it. Its
 	// children need no declaration: reset finds them by their owner
 	// references, in every resource the API server lists.
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9.-]+/)?v[0-9a-z]+/[A-Z][A-Za-z0-9]*$`
 	Kinds map[string]string `json:"kinds,omitempty"`
 	// Reset says what `labctl reset` cannot learn from Kinds alone.
-	Reset    Reset    `json:"reset,omitzero"`
+	Reset Reset `json:"reset,omitzero"`
+	// Defaults are the timeouts of steps that do not set their own.
+	// +required
 	Defaults Defaults `json:"defaults,omitempty"`
 	// Bindings hold what the lab writes once and uses in several steps,
 	// as YAML anchors (`test-db: &test-db {...}`, then `spec: *test-db`).
 	// The loader resolves them; the engine never reads this field.
 	Bindings map[string]any `json:"bindings,omitempty"`
-	Tasks    []Task         `json:"tasks"`
+	// Tasks are the lab text's numbered tasks, each worth points.
+	// +kubebuilder:validation:MinItems=1
+	Tasks []Task `json:"tasks"`
 	// Scenarios run in parallel, each in the run's namespace with its own
 	// objects; then those marked alone, one at a time; then the lab's
 	// cleanup scenario; then those marked final.
+	// +kubebuilder:validation:MinItems=1
 	Scenarios []Scenario `json:"scenarios"`
 }
 
@@ -92,23 +117,32 @@ type Leftover struct {
 // Defaults are the timeouts of steps that do not set their own.
 type Defaults struct {
 	// Timeout bounds expect and check steps.
+	// +required
 	Timeout Timeout `json:"timeout,omitempty"`
 	// For is how long "consistently" watches.
+	// +required
 	For Timeout `json:"for,omitempty"`
 }
 
 // Task is one numbered task of the lab text (or "cleanup").
 type Task struct {
-	ID     string `json:"id"`
-	Points int    `json:"points"`
-	Title  Text   `json:"title"`
-	Hint   Text   `json:"hint"`
+	// ID is the task's number in the lab text (1.2), or cleanup.
+	// +kubebuilder:validation:Pattern=`^([0-9]+\.[0-9]+|cleanup)$`
+	ID string `json:"id"`
+	// Points are what the task is worth (a lab's add up to 100).
+	// +kubebuilder:validation:Minimum=0
+	Points int  `json:"points"`
+	Title  Text `json:"title"`
+	// Hint tells a student who failed the task where to look.
+	Hint Text `json:"hint"`
 	// Hidden tasks are graded but their evidence is withheld from students.
 	Hidden bool `json:"hidden,omitempty"`
 }
 
 // Scenario is a sequence of steps run in order.
 type Scenario struct {
+	// Name is unique in the lab: lowercase letters, digits and dashes.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`
 	Name  string `json:"name"`
 	Title Text   `json:"title,omitempty"`
 	// Final scenarios run after all others have finished, the cleanup
@@ -125,19 +159,26 @@ type Scenario struct {
 	// Record watches these objects from the scenario's start and keeps
 	// every state they pass through, for checks about order (a Backup must
 	// not start before its Database is Ready).
-	Record []Ref  `json:"record,omitempty"`
-	Steps  []Step `json:"steps"`
+	Record []Ref `json:"record,omitempty"`
+	// +kubebuilder:validation:MinItems=1
+	Steps []Step `json:"steps"`
 }
 
 // Step is one operation. Exactly one of Apply, Patch, Delete, Wait, Expect
 // and Check is set. Expect and Check steps are assertions: they have an ID and
 // name the tasks they give evidence for.
 type Step struct {
-	ID    string   `json:"id,omitempty"`
+	// ID names an assertion (expect and check steps need one): unique in
+	// the lab, lowercase letters, digits and dashes.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	ID string `json:"id,omitempty"`
+	// Tasks are the IDs of the tasks an assertion gives evidence for.
 	Tasks []string `json:"tasks,omitempty"`
-	Title Text     `json:"title,omitempty"`
+	// Title says what an assertion checks (assertions need one).
+	Title Text `json:"title,omitempty"`
 	// Severity "warn" turns a failure into a warning: for what the course's
 	// solution files add beyond the lab text.
+	// +kubebuilder:validation:Enum=warn
 	Severity string `json:"severity,omitempty"`
 	// Bug names the course's own bug (course catalogue §5, e.g. B1) this
 	// step probes: a grading policy can make all such steps strict.
@@ -161,8 +202,9 @@ type Step struct {
 	// Meanwhile runs this assertion alongside the one before it (both
 	// start together) instead of after it: for properties watched over the
 	// same window, such as two objects that must both stay put.
-	Meanwhile bool     `json:"meanwhile,omitempty"`
-	Timeout   *Timeout `json:"timeout,omitempty"`
+	Meanwhile bool `json:"meanwhile,omitempty"`
+	// Timeout bounds this step instead of the lab's defaults.timeout.
+	Timeout *Timeout `json:"timeout,omitempty"`
 
 	Apply  *Apply  `json:"apply,omitempty"`
 	Patch  *Patch  `json:"patch,omitempty"`
@@ -207,9 +249,12 @@ type Apply struct {
 
 // Patch sends a JSON merge patch, like `kubectl patch --type merge`.
 type Patch struct {
-	Ref   Ref            `json:"ref"`
+	Ref Ref `json:"ref"`
+	// Merge is the patch.
+	// +kubebuilder:validation:MinProperties=1
 	Merge map[string]any `json:"merge"`
-	// Subresource is "" or "status".
+	// Subresource "status" patches the status subresource.
+	// +kubebuilder:validation:Enum=status
 	Subresource string `json:"subresource,omitempty"`
 }
 
@@ -217,7 +262,8 @@ type Patch struct {
 // `kubectl delete KIND --all`. The UID of a deleted object is remembered
 // for a later `expect: recreated`.
 type Delete struct {
-	Ref Ref    `json:"ref,omitempty"`
+	Ref Ref `json:"ref,omitempty"`
+	// All is a kind: delete every object of it.
 	All string `json:"all,omitempty"`
 }
 
@@ -245,6 +291,7 @@ type Expect struct {
 	// to act first): on a timeout the scenario goes on, and the next
 	// assertion carries the wait's evidence as a note. By default a
 	// timed-out wait fails the assertion it sets up.
+	// +kubebuilder:validation:Enum=continue
 	OnTimeout string `json:"onTimeout,omitempty"`
 	// Stuck (expect eventually only) names a course bug whose signature
 	// is the object left in a state its operator never leaves: see Stuck.
@@ -260,9 +307,13 @@ type Expect struct {
 // failures of the scenario's later steps (they needed what it waited
 // for): the grade is the same whether the race struck or not.
 type Stuck struct {
-	Bug  string      `json:"bug"`
+	// Bug names the course bug (B32).
+	Bug string `json:"bug"`
+	// When is the state the bug leaves the object in.
+	// +kubebuilder:validation:MinItems=1
 	When []Assertion `json:"when"`
-	Why  Text        `json:"why"`
+	// Why explains the warning to the student.
+	Why Text `json:"why"`
 }
 
 // Progress keeps an eventually wait going past its timeout while the
@@ -318,7 +369,9 @@ type Assertion struct {
 
 // Condition is a metav1.Condition pattern.
 type Condition struct {
-	Type   string `json:"type"`
+	// +kubebuilder:validation:MinLength=1
+	Type string `json:"type"`
+	// +kubebuilder:validation:Enum=True;False;Unknown
 	Status string `json:"status,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
@@ -326,6 +379,8 @@ type Condition struct {
 // GoCheck calls a check written in Go, registered under Name, with With as
 // its parameters.
 type GoCheck struct {
+	// Name is the name a Go check is registered under (internal/checks).
+	// +kubebuilder:validation:MinLength=1
 	Name string          `json:"name"`
 	With json.RawMessage `json:"with,omitempty"`
 }
@@ -369,9 +424,18 @@ func (r *Ref) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes "kind/name".
 func (r Ref) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
 
-// Text is a string in English and Russian.
+// JSONSchema is the schema of a ref in a lab file (internal/jsonschema).
+func (Ref) JSONSchema() map[string]any {
+	return map[string]any{"type": "string", "pattern": `^[A-Za-z0-9.-]+/.+$`}
+}
+
+// Text is a string in English and Russian: a lab gives both.
 type Text struct {
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	EN string `json:"en,omitempty"`
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	RU string `json:"ru,omitempty"`
 }
 
@@ -456,6 +520,23 @@ func (t *Timeout) UnmarshalJSON(b []byte) error {
 func (t Timeout) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]string{"local": t.Local.String(), "kind": t.Kind.String()})
 }
+
+// JSONSchema is the schema of a timeout in a lab file (internal/jsonschema).
+func (Timeout) JSONSchema() map[string]any {
+	duration := map[string]any{"type": "string", "pattern": durationPattern, "description": "A Go duration: 500ms, 6s, 3m, 1m30s."}
+	return map[string]any{"anyOf": []any{
+		duration,
+		map[string]any{
+			"type":                 "object",
+			"properties":           map[string]any{ProfileLocal: duration, ProfileKind: duration},
+			"additionalProperties": false,
+			"minProperties":        1,
+		},
+	}}
+}
+
+// durationPattern is what time.ParseDuration reads, less signs.
+const durationPattern = `^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$`
 
 // LangFromEnv picks the language from the locale (LC_ALL, LC_MESSAGES,
 // LANG, in that order, as gettext does): "ru" for a Russian locale, else

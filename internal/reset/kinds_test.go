@@ -54,6 +54,8 @@ func TestLeftoverMatches(t *testing.T) {
 
 func TestPlanOrderIsValidated(t *testing.T) {
 	_, err := labs.Parse("lab-9.9.yaml", []byte(`
+apiVersion: labctl.dev/v1alpha1
+kind: Lab
 id: lab-9.9
 title: {en: T, ru: Т}
 kinds: {thing: example.com/v1/Thing}
