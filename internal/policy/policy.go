@@ -74,6 +74,24 @@ func Load(path string) (*Policy, error) {
 	return &p, nil
 }
 
+// ApplyFile loads the policy at path and applies it to lab: the lab as
+// graded under it and the policy's name. An empty path is no policy: lab
+// itself and "".
+func ApplyFile(path string, lab *labs.Lab) (*labs.Lab, string, error) {
+	if path == "" {
+		return lab, "", nil
+	}
+	p, err := Load(path)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := p.Apply(lab)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, p.Name, nil
+}
+
 // Apply returns a copy of lab with the policy applied, and an error that
 // names every entry that does not fit the lab (unknown task, step or bug,
 // bad severity or points). A policy without an entry for the lab returns

@@ -191,11 +191,7 @@ func Run(_ context.Context, o *Options) error {
 	}
 	var policyText []byte
 	if o.Policy != "" {
-		pol, err := policy.Load(o.Policy)
-		if err != nil {
-			return err
-		}
-		if _, err := pol.Apply(lab); err != nil {
+		if _, _, err := policy.ApplyFile(o.Policy, lab); err != nil {
 			return err
 		}
 		if policyText, err = os.ReadFile(o.Policy); err != nil {

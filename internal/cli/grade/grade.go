@@ -149,16 +149,9 @@ func Run(ctx context.Context, o *Options) error {
 	if !ok {
 		return userr.Usage(fmt.Sprintf("no lab %q", o.Lab), "labs: "+strings.Join(labs.IDs(all), ", "))
 	}
-	policyName := ""
-	if o.Policy != "" {
-		pol, err := policy.Load(o.Policy)
-		if err != nil {
-			return err
-		}
-		if lab, err = pol.Apply(lab); err != nil {
-			return err
-		}
-		policyName = pol.Name
+	lab, policyName, err := policy.ApplyFile(o.Policy, lab)
+	if err != nil {
+		return err
 	}
 	if o.Jobs < 0 || o.jobsSet && o.Jobs == 0 {
 		return userr.Usage("--jobs must be 1 or more", "omit it to let labctl choose")

@@ -142,14 +142,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if o.Policy != "" {
-		pol, err := policy.Load(o.Policy)
-		if err != nil {
-			return err
-		}
-		if lab, err = pol.Apply(lab); err != nil {
-			return err
-		}
+	if lab, _, err = policy.ApplyFile(o.Policy, lab); err != nil {
+		return err
 	}
 	if o.Credit == "" {
 		o.Credit = string(grade.CreditTasks)
