@@ -154,16 +154,16 @@ func downloadEnv(base []string, t *toolchain) []string {
 }
 
 // replacesInside refuses a go.mod in dir that replaces a module with a
-// directory outside dir. An unreadable or malformed go.mod is left to the
-// go command to report.
+// directory outside dir, and one it cannot parse (the go command would
+// refuse it too, after reading what it names).
 func replacesInside(dir string) error {
 	raw, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
-		return nil
+		return nil // no go.mod: go says so
 	}
-	f, err := modfile.ParseLax("go.mod", raw, nil)
+	f, err := modfile.Parse("go.mod", raw, nil)
 	if err != nil {
-		return nil
+		return err
 	}
 	for _, r := range f.Replace {
 		if r.New.Version != "" || !modfile.IsDirectoryPath(r.New.Path) {
