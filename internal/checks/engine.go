@@ -76,7 +76,19 @@ type Options struct {
 	Grading bool
 	// CleanupTimeout bounds the cleanup (default 30s).
 	CleanupTimeout time.Duration
+	// Go runs the build check's go command; nil runs the go on PATH here,
+	// as the user (verify: the student's own project). Grading runs it in
+	// the submission's box (deploy.BoxedGo): compiling every package of
+	// a submission runs its cgo and assembler files, which read whatever
+	// they #include.
+	Go GoRunner
 }
+
+// GoRunner runs the go command with args in dir, at low priority, and
+// returns what it wrote on stderr. An error that is (or wraps) an
+// *exec.ExitError means go ran and failed; any other error means it
+// could not run.
+type GoRunner func(ctx context.Context, dir string, args ...string) (stderr string, err error)
 
 // Run verifies a lab and returns the report. An error means the run could
 // not happen at all (no cluster, bad lab); failed checks are in the report.

@@ -265,7 +265,9 @@ func runLogMentions(ctx context.Context, c *Context, params any) Outcome {
 // without linking the manager binary: `go list -export` compiles (or takes
 // from the build cache) every package and reports the same compiler
 // errors, in a fraction of the time a link takes; the manager labctl runs
-// was linked when it was deployed.
+// was linked when it was deployed. One compile at a time (-p 1), at low
+// priority: the cluster and the operator share the machine with it while
+// the other checks run.
 func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	dir := c.ProjectDir()
 	if dir == "" {
@@ -274,23 +276,49 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	if _, err := os.Stat(dir + "/go.mod"); err != nil {
 		return fail("%s has no go.mod", dir)
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return skip("the Go toolchain is not installed, so the project cannot be built here")
+	runGo := c.run.o.Go
+	if runGo == nil {
+		runGo = goHere
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	start := time.Now()
-	// One compile at a time, at low priority: the cluster and the operator
-	// share the machine with it while the other checks run.
-	// The go command's work directory is ours: go removes its own only when
-	// it exits normally, and a verify that is interrupted kills it.
+	stderr, err := runGo(ctx, dir, "list", "-export", "-p", "1", "./...")
+	var exit *exec.ExitError
+	switch {
+	case errors.Is(err, errNoGo):
+		return skip("the Go toolchain is not installed, so the project cannot be built here")
+	case err != nil && ctx.Err() != nil:
+		return errorf("compiling the project did not finish within %s", roundDur(c.Timeout))
+	case errors.As(err, &exit):
+		out := fail("the project does not compile: %s", gobuild.FirstErrors(stderr, 3))
+		out.Expected = "go build ./... succeeds"
+		out.Observed = truncate(report.Clean(stderr), 1500)
+		return out
+	case err != nil:
+		return errorf("cannot run go to compile the project: %v", oneLine(err))
+	}
+	return pass("every package of the project compiles (%s)", roundDur(time.Since(start)))
+}
+
+// errNoGo: there is no go command on PATH.
+var errNoGo = errors.New("the go command is not on PATH")
+
+// goHere runs the go on PATH as this process's user, with its
+// environment.
+func goHere(ctx context.Context, dir string, args ...string) (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", errNoGo
+	}
+	// The go command's work directory is ours: go removes its own only
+	// when it exits normally, and a verify that is interrupted kills it.
 	work, err := os.MkdirTemp("", "labctl-build-")
 	if err != nil {
-		return errorf("cannot create a work directory for go: %v", err)
+		return "", fmt.Errorf("cannot create a work directory for go: %w", err)
 	}
 	defer os.RemoveAll(work)
-	cmd := exec.CommandContext(ctx, goBin, "list", "-export", "-p", "1", "./...")
+	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOTMPDIR="+work)
 	var stderr bytes.Buffer
@@ -300,16 +328,7 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 		lowerPriority(cmd.Process.Pid) // inherited by the compilers it starts
 		err = cmd.Wait()
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return errorf("compiling the project did not finish within %s", roundDur(c.Timeout))
-		}
-		out := fail("the project does not compile: %s", gobuild.FirstErrors(stderr.String(), 3))
-		out.Expected = "go build ./... succeeds"
-		out.Observed = truncate(report.Clean(stderr.String()), 1500)
-		return out
-	}
-	return pass("every package of the project compiles (%s)", roundDur(time.Since(start)))
+	return stderr.String(), err
 }
 
 func runOperatorCurrent(_ context.Context, c *Context, _ any) Outcome {

@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +31,10 @@ type toolchain struct {
 	GOMODCACHE string
 	GOFLAGS    string
 	CGOENABLED string `json:"CGO_ENABLED"`
+	// GOPROXY and GOSUMDB are the grader's (its go env file included):
+	// the modules a submission names are fetched through them.
+	GOPROXY string
+	GOSUMDB string
 }
 
 // id names the toolchain in cache keys.
@@ -53,7 +56,7 @@ func toolchainOf(ctx context.Context, goCmd string) (*toolchain, error) {
 	if t, ok := toolchains.Load(goBin); ok {
 		return t.(*toolchain), nil
 	}
-	cmd := exec.CommandContext(ctx, goBin, "env", "-json", "GOVERSION", "GOOS", "GOARCH", "GOROOT", "GOCACHE", "GOMODCACHE", "GOFLAGS", "CGO_ENABLED")
+	cmd := exec.CommandContext(ctx, goBin, "env", "-json", "GOVERSION", "GOOS", "GOARCH", "GOROOT", "GOCACHE", "GOMODCACHE", "GOFLAGS", "CGO_ENABLED", "GOPROXY", "GOSUMDB")
 	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	out, err := cmd.Output()
 	if err != nil {
@@ -103,68 +106,22 @@ func mainFileBuilds(p *Project, t *toolchain) error {
 
 // buildSandboxed builds p (the box's private copy) into out, which lies in
 // the box's home. The grader itself only downloads the modules go.mod
-// names (`go mod download` fetches and verifies; it runs nothing of the
-// project, and GOTOOLCHAIN=local keeps a toolchain line from switching
-// to another go). The compiler then runs in the sandbox, as its user,
-// offline: the module cache is shared read-only and the grader's build
-// cache through an overlay, so the sandbox neither reads secrets nor
-// poisons a cache another build uses.
+// names (see DownloadModules); the compiler runs in the sandbox (see
+// BoxedGo), so it neither reads the grader's secrets nor poisons a cache
+// another build uses.
 func buildSandboxed(ctx context.Context, p *Project, t *toolchain, box *sandbox.Box, out string) error {
 	if err := mainFileBuilds(p, t); err != nil {
 		return err
 	}
-	dl := exec.CommandContext(ctx, t.goBin, "mod", "download")
-	dl.Dir = p.Dir
-	dl.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS=-mod=mod")
-	var buf bytes.Buffer
-	dl.Stdout, dl.Stderr = &buf, &buf
-	if err := dl.Run(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &gobuild.Error{Dir: p.Dir, Output: buf.String(), Err: err}
-	}
-
-	env := []string{
-		"PATH=" + filepath.Join(t.GOROOT, "bin") + ":/usr/local/bin:/usr/bin:/bin",
-		"GOTOOLCHAIN=local", "GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOENV=off",
-		"GOMODCACHE=" + t.GOMODCACHE, "GOFLAGS=" + t.GOFLAGS, "CGO_ENABLED=" + t.CGOENABLED,
-	}
-	binds := []sandbox.Bind{{Src: t.GOROOT, Dst: t.GOROOT}}
-	if t.GOMODCACHE != "" && fileExists(t.GOMODCACHE) {
-		binds = append(binds, sandbox.Bind{Src: t.GOMODCACHE, Dst: t.GOMODCACHE})
-	}
-	spec := box.Spec(p.Dir, env, binds...)
-	gocache := filepath.Join(box.Home(), ".cache", "go-build")
-	if t.GOCACHE != "" && fileExists(t.GOCACHE) && sandbox.OverlaySupported() {
-		ov, dst, err := box.GoCache(t.GOCACHE)
-		if err != nil {
-			return err
-		}
-		spec.Overlays = append(spec.Overlays, ov)
-		gocache = dst
-	}
-	spec.Env = append(spec.Env, "GOCACHE="+gocache)
-	cmd, err := spec.Command([]string{t.goBin, "build", "-ldflags=-s -w", "-o", out, mainPackage(p)}, nil)
-	if err != nil {
+	if err := downloadModules(ctx, t, p.Dir); err != nil {
 		return err
 	}
-	buf.Reset()
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := startAndWait(ctx, cmd); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			return err
-		}
-		if strings.Contains(buf.String(), "labctl sandbox:") {
-			return userr.Env("cannot set up the sandbox to build in: "+strings.TrimSpace(buf.String()), "run `labctl doctor`; or grade with --unsafe-no-sandbox (the submission then runs unconfined)")
-		}
-		return &gobuild.Error{Dir: p.Dir, Output: buf.String(), Err: err}
+	stderr, err := BoxedGo{Box: box}.run(ctx, t, p.Dir, "build", "-ldflags=-s -w", "-o", out, mainPackage(p))
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return &gobuild.Error{Dir: p.Dir, Output: stderr, Err: err}
 	}
-	return nil
+	return err
 }
 
 // startAndWait runs cmd, killing it (and, as it is the first process of

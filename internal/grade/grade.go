@@ -564,6 +564,12 @@ func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box
 	t = time.Now()
 	var mu sync.Mutex
 	done := 0
+	// The build check compiles every package, those the manager does not
+	// import included: in the box, as the manager was built.
+	var runGo checks.GoRunner
+	if box != nil {
+		runGo = deploy.BoxedGo{Box: box, Go: g.o.Go, Nice: 10}.Run
+	}
 	rep, err := g.o.Verify(ctx, checks.Options{
 		Lab:        g.o.Lab,
 		Cluster:    c,
@@ -571,6 +577,7 @@ func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box
 		ProjectDir: p.Dir,
 		Lang:       g.o.Lang,
 		Grading:    true,
+		Go:         runGo,
 		OnCheck: func(*report.CheckResult) {
 			mu.Lock()
 			done++

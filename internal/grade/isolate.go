@@ -17,6 +17,7 @@ import (
 
 	"github.com/labctl/labctl/internal/checks"
 	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
@@ -285,19 +286,15 @@ func (g *grader) startBox(ctx context.Context, a *attempt, dir string, box *sand
 }
 
 // prefetchModules downloads the modules the project's go.mod names,
-// while the grader still has the network (a box has none); its errors
-// are the build's to report, offline, in the box.
+// while the grader still has the network (a box has none), the way the
+// box's build does (deploy.DownloadModules: no VCS, no directory outside
+// the copy, checksums verified); its errors are the build's to report,
+// offline, in the box.
 func prefetchModules(ctx context.Context, goCmd, dir string) {
-	if goCmd == "" {
-		goCmd = "go"
-	}
 	if _, err := os.Stat(dir + "/go.mod"); err != nil {
 		return
 	}
-	dl := exec.CommandContext(ctx, goCmd, "mod", "download")
-	dl.Dir = dir
-	dl.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS=-mod=mod")
-	_ = dl.Run()
+	_ = deploy.DownloadModules(ctx, goCmd, dir)
 }
 
 func lastLine(s string) string {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,10 +28,12 @@ import (
 )
 
 // TestEvilSubmissionCannotCheat grades an evil submission (the reference
-// plus every attack on the grader: testdata/grade/evil.patch) beside an
-// honest one. Every attack fails, the evil one gets exactly its honest
-// score, the honest one full marks, and the output directory holds only
-// the grader's files.
+// plus every attack on the grader: testdata/grade/evil.patch, and
+// unimported packages whose assembler and cgo files #include a file of
+// the grader's) beside an honest one. Every attack fails, the evil one
+// gets exactly its honest score but for the build its includes break,
+// the honest one full marks, and the output directory holds only the
+// grader's files.
 func TestEvilSubmissionCannotCheat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster per submission")
@@ -88,6 +91,9 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	raw, err := json.Marshal(targets)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(subs[1].Dir, "evil-targets.json"), raw, 0o644))
+	secret, mark := plantIncludes(t, subs[1].Dir, work)
+	graderCache := goEnv(t, "GOCACHE")
+	started := time.Now()
 
 	s, stdout, _ := iostreams.Test(false)
 	stderr := &syncBuffer{}
@@ -146,7 +152,33 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 		logFailedChecks(t, sub)
 	}
 	assert.Equal(t, honest.MaxPoints, honest.Score, "the honest submission gets full marks")
-	assert.Equal(t, honest.Score, evil.Score, "the evil submission gets exactly its honest score")
+	// Its build check compiled in its box, where the grader's file its
+	// includes name is not: the build fails, which costs task 1.5 and
+	// nothing else.
+	builds := findCheck(evil.Report, "project-builds")
+	require.NotNil(t, builds, "the build check ran")
+	assert.Equal(t, report.Fail, builds.Status, builds.Message)
+	assert.Contains(t, builds.Observed, "no such file or directory")
+	for _, task := range honest.Tasks {
+		got := taskScore(evil, task.ID)
+		if task.ID == "1.5" {
+			assert.Less(t, got, task.Score, "the evil submission's build fails")
+			continue
+		}
+		assert.Equal(t, task.Score, got, "the evil submission gets its honest score for task %s", task.ID)
+	}
+	// Nothing it included reached its feedback or any output, and nothing
+	// the check compiled reached the grader's build cache.
+	require.NoError(t, filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			raw, rerr := os.ReadFile(p)
+			require.NoError(t, rerr)
+			assert.False(t, strings.Contains(string(raw), secret), "%s quotes the grader's file", p)
+		}
+		return err
+	}))
+	assert.Empty(t, cacheEntriesWith(t, graderCache, started, mark), "the build check wrote the submission's packages into the grader's build cache")
+	require.NoError(t, os.Remove(filepath.Join(work, secretFileName)), "the work directory is otherwise the grader's to empty")
 
 	// Every attack was tried and failed.
 	log := readFile(t, out, grade.LogsDir, "evil", "manager.log")
@@ -205,6 +237,86 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	assert.ElementsMatch(t, []string{"class", "class2", "out", "out2", "work", "work2"}, names, "nothing escaped next to the work directory")
+}
+
+// secretFileName is the grader's file (in its work directory) the evil
+// submission's includes name.
+const secretFileName = "grader-secret.txt"
+
+// plantIncludes adds to the evil submission in dir unimported packages
+// (which only the build check compiles) whose assembler and cgo files
+// #include a file of the grader's, in its work directory, and one
+// marked package. It returns the file's secret and the mark.
+func plantIncludes(t *testing.T, dir, work string) (secret, mark string) {
+	t.Helper()
+	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
+	secret, mark = "LabctlGraderSecret"+nonce, "LabctlEvilCacheMark"+nonce
+	file := filepath.Join(work, secretFileName)
+	require.NoError(t, os.WriteFile(file, []byte(secret+" is readable by anyone who can see it\n"), 0o644))
+	for name, content := range map[string]string{
+		"internal/leak/leak.go":   "package leak\n",
+		"internal/leak/x.s":       "#include \"" + file + "\"\n",
+		"internal/leakc/leakc.go": "package leakc\n\n/*\n#include \"" + file + "\"\n*/\nimport \"C\"\n",
+		"internal/mark/mark.go":   "package mark\n\nfunc " + mark + "() {}\n",
+	} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return secret, mark
+}
+
+// goEnv is a go env variable as the grader's go command sees it.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// cacheEntriesWith lists the files of a Go build cache written since
+// since that contain mark.
+func cacheEntriesWith(t *testing.T, cache string, since time.Time, mark string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil || info.ModTime().Before(since.Add(-2*time.Second)) {
+			return nil // gone (trimmed) or older
+		}
+		if raw, err := os.ReadFile(p); err == nil && bytes.Contains(raw, []byte(mark)) {
+			found = append(found, p)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return found
+}
+
+func findCheck(rep *report.Report, id string) *report.CheckResult {
+	if rep == nil {
+		return nil
+	}
+	for _, task := range rep.Tasks {
+		for _, c := range task.Checks {
+			if c.ID == id {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func taskScore(sub *report.GradedSubmission, id string) float64 {
+	for _, task := range sub.Tasks {
+		if task.ID == id {
+			return task.Score
+		}
+	}
+	return -1
 }
 
 // logFailedChecks says which checks cost a submission points (an honest

@@ -85,7 +85,7 @@ func MaybeRun() {
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "labctl sandbox:", err)
-	os.Exit(126)
+	os.Exit(SetupFailed)
 }
 
 // enter builds the mount table, drops privileges and executes argv.
@@ -188,6 +188,11 @@ func (s *Spec) enter(argv []string) error {
 	if s.Dir != "" {
 		if err := os.Chdir(s.Dir); err != nil {
 			return err
+		}
+	}
+	if s.Nice > 0 {
+		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, s.Nice); err != nil {
+			return fmt.Errorf("setpriority: %w", err)
 		}
 	}
 	// Drop root: no supplementary groups, the sandbox's gid and uid (all

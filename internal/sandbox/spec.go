@@ -3,6 +3,11 @@ package sandbox
 // EnvVar carries a Spec (JSON) to the helper process.
 const EnvVar = "LABCTL_SANDBOX"
 
+// SetupFailed is the helper's exit status when it could not set the
+// sandbox up (the reason is on stderr, after "labctl sandbox:"): the
+// command never ran.
+const SetupFailed = 126
+
 // Spec is what a sandboxed command is and sees.
 type Spec struct {
 	// UID and GID the command runs as (never 0).
@@ -23,6 +28,10 @@ type Spec struct {
 	Binds []Bind `json:"binds,omitempty"`
 	// Overlays mount Lower read-only under a writable Upper at Dst.
 	Overlays []Overlay `json:"overlays,omitempty"`
+	// Nice, when positive, lowers the command's priority (the nice value
+	// it and everything it starts inherit), so a build leaves the CPU to
+	// a cluster under test.
+	Nice int `json:"nice,omitempty"`
 }
 
 // Bind mounts Src at Dst, read-only unless Writable.
