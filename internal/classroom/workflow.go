@@ -146,7 +146,7 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 		Tasks                                                                []task
 		MaxPoints, JobTimeout, UpTimeout                                     int
 		GoVersion, ControlPlaneKey, KindVersion, ClusterName                 string
-		RunnerID, Runners, VerifyFlags                                       string
+		RunnerID, Runners, VerifyFlags, Module                               string
 		Checkout, SetupGo, CacheRestore, CacheSave, UploadArtifact, Reporter string
 		// Operator: the lab's project has one to deploy (lab 1.4 has none).
 		Operator bool
@@ -163,6 +163,7 @@ func RenderWorkflow(w io.Writer, o WorkflowOptions) error {
 		ClusterName:     cluster.DefaultName,
 		RunnerID:        RunnerID,
 		VerifyFlags:     verifyFlags(o),
+		Module:          "labctl/labctl",
 		Checkout:        ActionCheckout,
 		SetupGo:         ActionSetupGo,
 		CacheRestore:    ActionCacheRestore,

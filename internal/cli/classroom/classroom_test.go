@@ -86,7 +86,8 @@ func TestInitWritesOnceWithoutForce(t *testing.T) {
 	path := filepath.Join(dir, ".github", "workflows", "classroom.yml")
 	first, err := os.ReadFile(path)
 	require.NoError(t, err)
-	require.Contains(t, string(first), "go install github.com/labctl/labctl/cmd/labctl@v0.4.0")
+	require.Contains(t, string(first), "VERSION: v0.4.0")
+	require.Contains(t, string(first), `go install "github.com/labctl/labctl/cmd/labctl@$VERSION"`)
 	require.Contains(t, string(first), "go-version-file: go.mod")
 	require.Contains(t, out.String(), "lab-8.2, 13 tasks, 100 points")
 
