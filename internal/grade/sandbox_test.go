@@ -373,7 +373,6 @@ func maybeAttackBox() {
 		fmt.Println("box:", err)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(root)
 	box, err := sandbox.NewBox(filepath.Join(root, "box"), sandbox.UIDFor(root), nil)
 	if err == nil {
 		err = os.MkdirAll(box.Src(), 0o755)
@@ -434,7 +433,8 @@ func startAttackBox(t *testing.T, mode string, lim cgroup.Limits) (*exec.Cmd, *b
 	self, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), grade.BoxEnvVar+"=1", attackEnv+"="+mode)
+	// The box's files go where the test cleans up (a killed box cannot).
+	cmd.Env = append(os.Environ(), grade.BoxEnvVar+"=1", attackEnv+"="+mode, "TMPDIR="+t.TempDir())
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
