@@ -162,7 +162,7 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	}
 	t.Logf("%d attacks tried, all lines:\n%s", len(attempts), strings.Join(grep(log, "LABCTL-EVIL"), "\n"))
 	assert.Empty(t, succeeded, "attacks that worked")
-	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + 2 /* pids */ + 8
+	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + 2 /* pids */ + 9
 	assert.GreaterOrEqual(t, len(attempts), wantAttempts, "every attack ran")
 	require.Regexp(t, `LABCTL-EVIL running as uid (\d+)`, log)
 	assert.NotContains(t, log, "running as uid 0 ")
