@@ -83,6 +83,19 @@ func (s Support) String() string {
 	return fmt.Sprintf("cgroup v%d (%s)", s.Version, strings.Join(s.Controllers, ", "))
 }
 
+// covers says whether every limit set in lim has its controller.
+func (s Support) covers(lim Limits) error {
+	if s.Version == 0 {
+		return nil // New reports ErrUnsupported
+	}
+	for c, set := range map[string]bool{"pids": lim.Pids > 0, "memory": lim.Memory > 0, "cpu": lim.CPUWeight > 0 || lim.CPUs > 0} {
+		if set && !s.Has(c) {
+			return fmt.Errorf("cgroup v%d here offers no %s controller to limit with", s.Version, c)
+		}
+	}
+	return nil
+}
+
 // wanted are the controllers labctl limits.
 var wanted = []string{"pids", "memory", "cpu"}
 

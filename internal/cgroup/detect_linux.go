@@ -156,6 +156,9 @@ func unescape(s string) string {
 // replaced.
 func New(name string, lim Limits) (Group, error) {
 	s := Detect()
+	if err := s.covers(lim); err != nil {
+		return nil, err
+	}
 	switch s.Version {
 	case 2:
 		return newV2(Name(name), lim, s)

@@ -30,16 +30,34 @@ func newV2(name string, lim Limits, s Support) (Group, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	controllers := "+" + strings.Join(s.Controllers, " +")
 	// Each group from the root down offers the controllers to its
 	// children (the root and labctl's own; a nesting group already does).
+	// One at a time: a controller the kernel will not enable (cpu, with
+	// real-time threads about) fails alone, and only a limit that needs
+	// it fails New.
 	rel, _ := filepath.Rel(root, parent)
-	dir := root
-	for _, part := range append([]string{"."}, strings.Split(rel, "/")...) {
-		dir = filepath.Join(dir, part)
-		if err := writeFile(dir, "cgroup.subtree_control", controllers); err != nil {
-			return nil, err
+	dirs := []string{root}
+	if rel != "." {
+		for _, part := range strings.Split(rel, "/") {
+			dirs = append(dirs, filepath.Join(dirs[len(dirs)-1], part))
 		}
+	}
+	var enabled []string
+	for _, c := range s.Controllers {
+		ok := true
+		for _, d := range dirs {
+			if writeFile(d, "cgroup.subtree_control", "+"+c) != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			enabled = append(enabled, c)
+		}
+	}
+	s.Controllers = enabled
+	if err := s.covers(lim); err != nil {
+		return nil, err
 	}
 	if !nested && lim.CPUWeight > 0 && s.Has("cpu") {
 		// Every box together weighs what one box does, beside the
@@ -57,9 +75,11 @@ func newV2(name string, lim Limits, s Support) (Group, error) {
 		_ = g.Remove()
 		return nil, err
 	}
-	if err := writeFile(g.dir, "cgroup.subtree_control", controllers); err != nil {
-		_ = g.Remove()
-		return nil, err
+	if len(enabled) > 0 {
+		if err := writeFile(g.dir, "cgroup.subtree_control", "+"+strings.Join(enabled, " +")); err != nil {
+			_ = g.Remove()
+			return nil, err
+		}
 	}
 	if err := os.Mkdir(g.leaf(), 0o755); err != nil {
 		_ = g.Remove()
