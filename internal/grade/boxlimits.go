@@ -46,12 +46,12 @@ func DefaultBoxLimits() cgroup.Limits {
 // describeBoxLimits is the run's header line about boxes.
 func describeBoxLimits(l *cgroup.Limits, s cgroup.Support) string {
 	if l == nil {
-		return "each box: no limits on the whole (--no-limits)"
+		return "each box: no limits on the whole (limits are off)"
 	}
 	if s.Version == 0 {
 		return "each box: per-process limits only (" + s.Reason + ")"
 	}
-	return fmt.Sprintf("each box: %d processes, memory %s, CPU weight %d (%s)", l.Pids, humanBytes(l.Memory), l.CPUWeight, s)
+	return fmt.Sprintf("each box: %d processes, memory %s, CPU weight %d, through %s", l.Pids, humanBytes(l.Memory), l.CPUWeight, s)
 }
 
 func humanBytes(b int64) string {
