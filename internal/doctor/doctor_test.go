@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/labctl/labctl/internal/cgroup"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/controlplane"
 	"github.com/labctl/labctl/internal/engine"
@@ -68,7 +69,9 @@ func newEnv(t *testing.T, tty bool) *env {
 		CacheDir:   e.cache,
 		FreeBytes:  func(string) (uint64, error) { return e.free, nil },
 		PortInUse:  func(p int) bool { return e.inUse[p] },
-		Sandbox:    func() sandbox.Support { return sandbox.Support{OK: true, Overlay: true} },
+		Sandbox: func() sandbox.Support {
+			return sandbox.Support{OK: true, Overlay: true, Cgroups: cgroup.Support{Version: 2, Controllers: []string{"pids", "memory", "cpu"}}}
+		},
 	}
 	return e
 }
@@ -230,4 +233,19 @@ func TestRealDisk(t *testing.T) {
 	free, err := freeBytes(t.TempDir())
 	require.NoError(t, err)
 	assert.Greater(t, free, uint64(0))
+}
+
+// Without writable cgroups grading still works, boxes limited per
+// process only: a warning that says so, never a failure.
+func TestSandboxWithoutCgroupsWarns(t *testing.T) {
+	c := checkSandbox(&Options{Sandbox: func() sandbox.Support {
+		return sandbox.Support{OK: true, Overlay: true, Cgroups: cgroup.Support{Reason: "the cgroup v1 trees are not writable"}}
+	}})
+	assert.Equal(t, Warn, c.Status)
+	assert.Contains(t, c.Detail, "per-process limits only: the cgroup v1 trees are not writable")
+	c = checkSandbox(&Options{Sandbox: func() sandbox.Support {
+		return sandbox.Support{OK: true, Overlay: true, Cgroups: cgroup.Support{Version: 1, Controllers: []string{"pids", "memory", "cpu"}}}
+	}})
+	assert.Equal(t, Pass, c.Status)
+	assert.Contains(t, c.Detail, "cgroup v1 (pids, memory, cpu)")
 }

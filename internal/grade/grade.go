@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labctl/labctl/internal/cgroup"
 	"github.com/labctl/labctl/internal/checks"
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/cluster/local"
@@ -78,6 +79,10 @@ type Options struct {
 	// set NoLimits to run without).
 	Limits   supervise.Limits
 	NoLimits bool
+	// BoxLimits bound each submission's box as a whole, cluster and build
+	// included, through a cgroup (zero value: DefaultBoxLimits; none with
+	// NoLimits or UnsafeNoSandbox, which has no boxes).
+	BoxLimits cgroup.Limits
 	// ManagerReadyTimeout bounds the wait for a manager's readiness
 	// (default 60s); one that never gets ready is still verified.
 	ManagerReadyTimeout time.Duration
@@ -121,13 +126,16 @@ func DefaultJobs() int {
 }
 
 // memAvailable reads MemAvailable from /proc/meminfo (0 if unknown).
-func memAvailable() uint64 {
+func memAvailable() uint64 { return meminfoBytes("MemAvailable:") }
+
+// meminfoBytes reads one field of /proc/meminfo in bytes (0 if unknown).
+func meminfoBytes(field string) uint64 {
 	raw, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(l, "MemAvailable:"); ok {
+		if rest, ok := strings.CutPrefix(l, field); ok {
 			var kb uint64
 			_, _ = fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
 			return kb * 1024
@@ -241,6 +249,16 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	g.binaries = sync.OnceValues(func() (*controlplane.Binaries, error) { return resolveBinaries(ctx, o) })
 	if !o.UnsafeNoSandbox {
 		g.hide = hiddenFromSubmissions(work, o.OutDir, o.Submissions)
+		if !o.NoLimits {
+			lim := o.BoxLimits
+			if lim == (cgroup.Limits{}) {
+				lim = DefaultBoxLimits()
+			}
+			g.boxLimits = &lim
+		}
+		line := describeBoxLimits(g.boxLimits, cgroup.Detect())
+		out.gb.Run.BoxLimits = line
+		fmt.Fprintf(s.ErrOut, "%s.\n", strings.ToUpper(line[:1])+line[1:])
 	}
 	g.progress = newProgress(s, o.Submissions)
 	g.stages = g.progress
@@ -337,6 +355,8 @@ type grader struct {
 	// box has no network to fetch or build them), when the first needs
 	// them.
 	binaries func() (*controlplane.Binaries, error)
+	// boxLimits bound each box through a cgroup (nil: none).
+	boxLimits *cgroup.Limits
 }
 
 // resolveBinaries finds (or fetches, or builds) the control plane as

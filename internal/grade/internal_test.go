@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/labctl/labctl/internal/cgroup"
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
@@ -210,4 +211,14 @@ func BenchmarkBoxNamespaces(b *testing.B) {
 			b.Fatalf("%v: %s", err, out)
 		}
 	}
+}
+
+// The run's line about boxes says what limits them, or why nothing does.
+func TestDescribeBoxLimits(t *testing.T) {
+	lim := DefaultBoxLimits()
+	require.LessOrEqual(t, lim.Memory, int64(DefaultBoxMemory))
+	require.Equal(t, "each box: 4096 processes, memory 2GiB, CPU weight 50, through cgroup v1 (pids, memory, cpu)",
+		describeBoxLimits(&cgroup.Limits{Pids: 4096, Memory: 2 << 30, CPUWeight: 50}, cgroup.Support{Version: 1, Controllers: []string{"pids", "memory", "cpu"}}))
+	require.Equal(t, "each box: per-process limits only (the cgroup v1 trees are not writable)",
+		describeBoxLimits(&lim, cgroup.Support{Reason: "the cgroup v1 trees are not writable"}))
 }

@@ -218,7 +218,6 @@ func (g *grader) startBox(ctx context.Context, a *attempt, dir string, box *sand
 	}
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), boxEnvVar+"=1")
-	cmd.Stdin = bytes.NewReader(raw)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -226,9 +225,13 @@ func (g *grader) startBox(ctx context.Context, a *attempt, dir string, box *sand
 		return nil, err
 	}
 	cmd.SysProcAttr = boxProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start its box: %w", err)
+	group, note, err := launchBox(cmd, boxGroupName(a.sub.Student, box.Root), g.boxLimits, raw)
+	if err != nil {
+		return nil, err
 	}
+	// Whatever the box left (its cluster, a manager's orphans) dies with
+	// its group.
+	defer removeGroup(group)
 	// Interrupted: the box tears down and says so. Past the time limit
 	// and teardown's grace: killed.
 	done := make(chan struct{})
@@ -274,6 +277,9 @@ func (g *grader) startBox(ctx context.Context, a *attempt, dir string, box *sand
 	case interrupted:
 		return nil, nil
 	case res != nil:
+		if note != "" {
+			res.Notes = append(res.Notes, note)
+		}
 		return res, nil
 	case werr == nil:
 		werr = errors.New("it reported no result")
@@ -282,7 +288,7 @@ func (g *grader) startBox(ctx context.Context, a *attempt, dir string, box *sand
 	if msg == "" {
 		msg = werr.Error()
 	}
-	return nil, fmt.Errorf("its box ended early: %s", msg)
+	return nil, fmt.Errorf("its box ended early: %s%s", msg, boxEndedNote(group, g.boxLimits))
 }
 
 // prefetchModules downloads the modules the project's go.mod names,

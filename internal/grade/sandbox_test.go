@@ -1,6 +1,7 @@
 package grade_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/labctl/labctl/internal/cgroup"
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/report"
@@ -191,7 +193,7 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	}
 	t.Logf("%d attacks tried, all lines:\n%s", len(attempts), strings.Join(grep(log, "LABCTL-EVIL"), "\n"))
 	assert.Empty(t, succeeded, "attacks that worked")
-	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + 2 /* pids */ + 8
+	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + 2 /* pids */ + 9
 	assert.GreaterOrEqual(t, len(attempts), wantAttempts, "every attack ran")
 	require.Regexp(t, `LABCTL-EVIL running as uid (\d+)`, log)
 	assert.NotContains(t, log, "running as uid 0 ")
@@ -453,4 +455,185 @@ func TestHugeSubmissionHoldsNoSlot(t *testing.T) {
 	// Seconds, not the minutes it took unbounded (slack for a busy machine).
 	assert.Less(t, took, 20*time.Second, "the copy held its slot")
 	t.Logf("%s after %s", sub.Message, took.Round(time.Millisecond))
+}
+
+// attackEnv makes the test binary an attack on its box's limits: in a
+// box ("forkbomb", "hog") it reads its job, then runs itself as the
+// student's code would run, sandboxed ("sandboxed-forkbomb", ...).
+const attackEnv = "LABCTL_GRADE_TEST_ATTACK"
+
+// maybeAttackBox runs an attack and exits, when the test binary was
+// started as one (TestMain calls it before grade.MaybeRun).
+func maybeAttackBox() {
+	mode := os.Getenv(attackEnv)
+	switch {
+	case mode == "":
+		return
+	case strings.HasPrefix(mode, "sandboxed-"):
+		attack(strings.TrimPrefix(mode, "sandboxed-"))
+	}
+	if os.Getenv(grade.BoxEnvVar) != "1" {
+		return
+	}
+	// The box's side: the job first (nothing forks before it), then the
+	// attack as a submission's command: sandboxed, its own uid.
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	self, _ := os.Executable()
+	root, err := os.MkdirTemp("", "attack-box-")
+	if err != nil {
+		fmt.Println("box:", err)
+		os.Exit(1)
+	}
+	box, err := sandbox.NewBox(filepath.Join(root, "box"), sandbox.UIDFor(root), nil)
+	if err == nil {
+		err = os.MkdirAll(box.Src(), 0o755)
+	}
+	if err != nil {
+		fmt.Println("box:", err)
+		os.Exit(1)
+	}
+	bin := filepath.Join(box.Home(), "attack")
+	spec := box.Spec(box.Home(), []string{"PATH=/usr/bin:/bin", attackEnv + "=sandboxed-" + mode}, sandbox.Bind{Src: self, Dst: bin})
+	cmd, err := spec.Command([]string{bin, "-test.run=^$"}, nil)
+	if err != nil {
+		fmt.Println("box:", err)
+		os.Exit(1)
+	}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	fmt.Printf("box: the attack ended: %v\n", cmd.Run())
+	os.Exit(0)
+}
+
+// attack is the student's code.
+func attack(mode string) {
+	switch mode {
+	case "forkbomb":
+		n := 0
+		for {
+			if err := exec.Command("sleep", "600").Start(); err != nil {
+				fmt.Printf("forked %d, then: %v\n", n, err)
+				break
+			}
+			n++
+		}
+		select {}
+	case "hog":
+		var keep [][]byte
+		for i := 0; ; i++ {
+			b := make([]byte, 16<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			keep = append(keep, b)
+			fmt.Printf("holding %d MiB\n", (i+1)*16)
+		}
+	}
+	os.Exit(2)
+}
+
+// startAttackBox starts a box, as grading does, whose submission is an
+// attack.
+func startAttackBox(t *testing.T, mode string, lim cgroup.Limits) (*exec.Cmd, *bufio.Reader, cgroup.Group) {
+	t.Helper()
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip("no sandbox on this machine: " + sup.Reason)
+	}
+	if s := cgroup.Detect(); s.Version == 0 {
+		t.Skip("no cgroups to limit a box with: " + s.Reason)
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "-test.run=^$")
+	// The box's files go where the test cleans up (a killed box cannot).
+	cmd.Env = append(os.Environ(), grade.BoxEnvVar+"=1", attackEnv+"="+mode, "TMPDIR="+t.TempDir())
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	group, note, err := grade.LaunchBox(cmd, fmt.Sprintf("box-test-%s-%d", mode, os.Getpid()), lim, []byte("{}\n"))
+	require.NoError(t, err)
+	require.NotNil(t, group, note)
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); grade.RemoveBoxGroup(group) })
+	return cmd, bufio.NewReader(stdout), group
+}
+
+// A fork bomb in a box stops at the box's pids limit, and once the box
+// is over its group is gone with every process the bomb made.
+func TestForkBombStopsAtTheBoxLimit(t *testing.T) {
+	const limit = 128
+	cmd, out, group := startAttackBox(t, "forkbomb", cgroup.Limits{Pids: limit})
+	line, err := out.ReadString('\n')
+	require.NoError(t, err)
+	t.Log(strings.TrimSpace(line))
+	var n int
+	_, err = fmt.Sscanf(line, "forked %d,", &n)
+	require.NoError(t, err, line)
+	assert.Contains(t, line, "resource temporarily unavailable", "fork failed for the limit")
+	assert.Less(t, n, limit, "the box's own processes and threads count too")
+
+	dir := group.Path()
+	pids := cgroupProcs(t, dir)
+	assert.Greater(t, len(pids), n, "the box (its labctl, the sandbox, the bomb) is in the group")
+	// As startBox ends a box past its time: the child killed, the group
+	// removed with whatever is left in it.
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	grade.RemoveBoxGroup(group)
+	_, err = os.Stat(dir)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the box's group is gone")
+	for _, pid := range pids {
+		assert.False(t, processAlive(pid), "process %d outlived its box", pid)
+	}
+}
+
+// Memory beyond a box's limit is killed inside the box: the attack dies,
+// the box's labctl lives on to report it, the grader never notices.
+func TestMemoryHogIsKilledInItsBoxOnly(t *testing.T) {
+	const limit = 192 << 20
+	cmd, out, group := startAttackBox(t, "hog", cgroup.Limits{Memory: limit})
+	var last, verdict string
+	for {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			break
+		}
+		if strings.HasPrefix(line, "box: ") {
+			verdict = strings.TrimSpace(line)
+		} else {
+			last = strings.TrimSpace(line)
+		}
+	}
+	require.NoError(t, cmd.Wait(), "the box's labctl survived")
+	t.Logf("%s; %s", last, verdict)
+	assert.Equal(t, "box: the attack ended: signal: killed", verdict)
+	held, _ := strconv.Atoi(strings.Fields(last + " 0 0")[1])
+	assert.Less(t, held, limit>>20, "it never held more than the box's limit")
+	assert.GreaterOrEqual(t, group.OOMKills(), 1, "the kernel's OOM killer ended it")
+}
+
+func cgroupProcs(t *testing.T, dir string) []int {
+	t.Helper()
+	var pids []int
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		raw, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		for _, f := range strings.Fields(string(raw)) {
+			pid, _ := strconv.Atoi(f)
+			pids = append(pids, pid)
+		}
+		return nil
+	})
+	return pids
+}
+
+// processAlive: the process exists and is not a zombie.
+func processAlive(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }

@@ -46,6 +46,10 @@ type GradeRun struct {
 	// CPU and MemoryBytes limit each submission's manager (0: no limit).
 	CPU         Duration `json:"cpu,omitempty"`
 	MemoryBytes int64    `json:"memoryBytes,omitempty"`
+	// BoxLimits says how each submission's box (cluster, build, manager)
+	// was limited as a whole: its cgroup's limits, or why there were
+	// per-process limits only.
+	BoxLimits string `json:"boxLimits,omitempty"`
 }
 
 // GradeTask is one task of the lab as the gradebook counts it.

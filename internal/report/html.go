@@ -400,6 +400,9 @@ func htmlLimits(words map[string]string, r *GradeRun) string {
 	if r.Jobs > 0 {
 		parts = append(parts, fmt.Sprintf(words["jobs"], r.Jobs))
 	}
+	if r.BoxLimits != "" {
+		parts = append(parts, r.BoxLimits) // a technical line, in English
+	}
 	return strings.Join(parts, " · ")
 }
 

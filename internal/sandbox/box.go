@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/labctl/labctl/internal/cgroup"
 )
 
 // UID range of sandboxes: far above any account's uid, no /etc/passwd
@@ -189,6 +191,9 @@ type Support struct {
 	Reason string // what is missing, when !OK
 	// Overlay: overlayfs works, so builds share the grader's Go cache.
 	Overlay bool
+	// Cgroups is how a grading box can be limited as a whole (Version 0:
+	// per-process limits only).
+	Cgroups cgroup.Support
 }
 
 // Probe checks what sandboxing needs: root (to switch to a sandbox uid)
@@ -209,7 +214,7 @@ func Probe() Support {
 	if err := cmd.Run(); err != nil {
 		return Support{Reason: fmt.Sprintf("cannot create mount and pid namespaces (%v); a container may need --privileged or CAP_SYS_ADMIN", err)}
 	}
-	return Support{OK: true, Overlay: OverlaySupported()}
+	return Support{OK: true, Overlay: OverlaySupported(), Cgroups: cgroup.Detect()}
 }
 
 // OverlaySupported reports whether the kernel offers overlayfs.

@@ -12,7 +12,8 @@
 // command is started through the labctl executable itself (or a test
 // binary) re-executed with LABCTL_SANDBOX set: that helper runs as root in
 // the new namespaces, sets up the mounts, drops to the sandbox's uid
-// (no capabilities, no_new_privs) and executes the command. Programs that
+// (no capabilities, no_new_privs, no new user namespaces: see
+// seccomp_linux.go) and executes the command. Programs that
 // may start one call MaybeRun first thing (supervise.MaybeRun does).
 package sandbox
 
@@ -23,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -190,6 +192,10 @@ func (s *Spec) enter(argv []string) error {
 			return err
 		}
 	}
+	// no_new_privs, the parent-death signal, the seccomp filter and the
+	// priority are the calling thread's: this goroutine stays on it until
+	// the exec.
+	runtime.LockOSThread()
 	if s.Nice > 0 {
 		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, s.Nice); err != nil {
 			return fmt.Errorf("setpriority: %w", err)
@@ -212,6 +218,9 @@ func (s *Spec) enter(argv []string) error {
 	}
 	// A change of credentials clears the parent-death signal: set it again.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
+	if err := denyUserNamespaces(); err != nil {
+		return err
+	}
 	return syscall.Exec(path, argv, s.Env)
 }
 

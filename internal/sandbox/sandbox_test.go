@@ -19,6 +19,7 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.MaybeRun()
+	maybeProbe()
 	os.Exit(m.Run())
 }
 

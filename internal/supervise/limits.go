@@ -1,14 +1,14 @@
 package supervise
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/labctl/labctl/internal/cgroup"
 )
 
 // Limits bound what one manager process may use. The zero value sets no
@@ -20,7 +20,8 @@ type Limits struct {
 	CPU time.Duration
 	// Memory bounds the manager's memory in bytes. Where labctl may create
 	// cgroup v2 groups (root, with the memory controller in
-	// /sys/fs/cgroup), it is the group's memory.max: resident memory, the
+	// /sys/fs/cgroup), it is the group's memory.max (nested in the
+	// grading box's group, whose limits hold too): resident memory, the
 	// manager and anything it forks. Elsewhere it is enforced through the
 	// address space (RLIMIT_AS), at Memory + AddressSpaceSlack, because a
 	// Go program reserves address space far beyond what it touches.
@@ -51,9 +52,6 @@ const (
 	MechanismRlimit = "RLIMIT_AS (address space)"
 )
 
-// cgroupRoot is the cgroup v2 mount; a variable for tests.
-var cgroupRoot = "/sys/fs/cgroup"
-
 // MemoryMechanism says how Limits.Memory is enforced on this machine.
 func MemoryMechanism() string {
 	if cgroupV2Usable() {
@@ -62,23 +60,12 @@ func MemoryMechanism() string {
 	return MechanismRlimit
 }
 
-// cgroupV2Usable: a unified hierarchy at cgroupRoot that offers the memory
-// controller to its children, and that this process may write.
+// cgroupV2Usable: a writable unified hierarchy that offers the memory
+// controller (v1's is the grading box's, see internal/cgroup: a manager
+// cannot be started inside a v1 group before it runs).
 func cgroupV2Usable() bool {
-	raw, err := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.controllers"))
-	if err != nil || !hasWord(string(raw), "memory") {
-		return false
-	}
-	return writable(cgroupRoot)
-}
-
-func hasWord(s, w string) bool {
-	for _, f := range strings.Fields(s) {
-		if f == w {
-			return true
-		}
-	}
-	return false
+	s := cgroup.Detect()
+	return s.Version == 2 && s.Has("memory")
 }
 
 // args encodes limits for the supervisor's command line.
@@ -128,8 +115,8 @@ func parseLimitArg(l *Limits, a string) (ok bool, err error) {
 // enforcer applies Limits to the managers a supervisor starts.
 type enforcer struct {
 	lim Limits
-	// cgroup is the v2 group managers start in ("" when RLIMIT_AS is used).
-	cgroup string
+	// group is the v2 group managers start in (nil when RLIMIT_AS is used).
+	group cgroup.Group
 }
 
 // newEnforcer prepares the limits. CPU time and (without a cgroup) address
@@ -149,9 +136,9 @@ func newEnforcer(lim Limits) (*enforcer, string, error) {
 		notes = append(notes, fmt.Sprintf("CPU time %ds (RLIMIT_CPU)", s))
 	}
 	if lim.Memory > 0 {
-		if cg, err := makeCgroup(lim.Memory); err == nil {
-			e.cgroup = cg
-			notes = append(notes, fmt.Sprintf("memory %s (%s %s)", human(lim.Memory), MechanismCgroup, cg))
+		if g, err := makeCgroup(lim.Memory); err == nil {
+			e.group = g
+			notes = append(notes, fmt.Sprintf("memory %s (%s %s)", human(lim.Memory), MechanismCgroup, g.Path()))
 		} else {
 			as := lim.Memory + AddressSpaceSlack
 			if err := limitAddressSpace(as); err != nil {
@@ -163,31 +150,13 @@ func newEnforcer(lim Limits) (*enforcer, string, error) {
 	return e, strings.Join(notes, ", "), nil
 }
 
-// makeCgroup creates /sys/fs/cgroup/labctl/manager-<pid> with memory.max.
-func makeCgroup(limit uint64) (string, error) {
+// makeCgroup creates the group manager-<pid> with memory.max (under
+// /sys/fs/cgroup/labctl, or inside the grading box this runs in).
+func makeCgroup(limit uint64) (cgroup.Group, error) {
 	if !cgroupV2Usable() {
-		return "", errors.New("no writable cgroup v2 with the memory controller")
+		return nil, errors.New("no writable cgroup v2 with the memory controller")
 	}
-	parent := filepath.Join(cgroupRoot, "labctl")
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
-	}
-	// Offer the memory controller to the children (root's and ours).
-	for _, d := range []string{cgroupRoot, parent} {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
-			return "", err
-		}
-	}
-	dir := filepath.Join(parent, fmt.Sprintf("manager-%d", os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatUint(limit, 10)), 0o644); err != nil {
-		_ = os.Remove(dir)
-		return "", err
-	}
-	_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0o644)
-	return dir, nil
+	return cgroup.New(fmt.Sprintf("manager-%d", os.Getpid()), cgroup.Limits{Memory: int64(limit)})
 }
 
 // explain says which limit, if any, ended a manager that exited with
@@ -199,7 +168,7 @@ func (e *enforcer) explain(state *os.ProcessState) string {
 	if e.lim.CPU > 0 && state.UserTime()+state.SystemTime() >= e.lim.CPU-100*time.Millisecond {
 		return fmt.Sprintf("it used its CPU-time limit of %s", e.lim.CPU)
 	}
-	if e.cgroup != "" && oomKills(e.cgroup) > 0 {
+	if e.group != nil && e.group.OOMKills() > 0 {
 		return fmt.Sprintf("it exceeded its memory limit of %s", human(e.lim.Memory))
 	}
 	return ""
@@ -207,37 +176,18 @@ func (e *enforcer) explain(state *os.ProcessState) string {
 
 // afterExit kills whatever the manager left behind in its cgroup.
 func (e *enforcer) afterExit() {
-	if e == nil || e.cgroup == "" {
+	if e == nil || e.group == nil {
 		return
 	}
-	_ = os.WriteFile(filepath.Join(e.cgroup, "cgroup.kill"), []byte("1"), 0o644)
+	e.group.Kill()
 }
 
-// close removes the cgroup (empty by then).
+// close removes the cgroup, killing what is left in it.
 func (e *enforcer) close() {
-	if e == nil || e.cgroup == "" {
+	if e == nil || e.group == nil {
 		return
 	}
-	e.afterExit()
-	waitUnpopulated(e.cgroup, time.Second)
-	_ = os.Remove(e.cgroup)
-}
-
-func oomKills(dir string) int {
-	f, err := os.Open(filepath.Join(dir, "memory.events"))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), " ")
-		if k == "oom_kill" {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
+	_ = e.group.Remove()
 }
 
 func human(b uint64) string {

@@ -5,11 +5,9 @@ package supervise
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,43 +33,14 @@ func becomeSubreaper() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 // supervisor, and starts inside the cgroup when there is one.
 func (e *enforcer) procAttr() (*syscall.SysProcAttr, func(), error) {
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if e == nil || e.cgroup == "" {
+	if e == nil || e.group == nil {
 		return attr, func() {}, nil
 	}
-	fd, err := unix.Open(e.cgroup, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	release, _, err := e.group.StartInside(attr)
 	if err != nil {
 		return nil, nil, err
 	}
-	attr.UseCgroupFD, attr.CgroupFD = true, fd
-	return attr, func() { _ = unix.Close(fd) }, nil
-}
-
-// waitUnpopulated waits until cgroup.events says "populated 0" (cgroup.kill
-// is asynchronous), watching the file with inotify rather than sleeping.
-func waitUnpopulated(dir string, timeout time.Duration) {
-	events := filepath.Join(dir, "cgroup.events")
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
-		return
-	}
-	deadline := time.Now().Add(timeout)
-	buf := make([]byte, 4096)
-	for {
-		raw, err := os.ReadFile(events)
-		if err != nil || strings.Contains(string(raw), "populated 0") {
-			return
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left/time.Millisecond)+1)
-		_, _ = unix.Read(fd, buf)
-	}
+	return attr, release, nil
 }
 
 // killOrphans kills and reaps the processes re-parented to this

@@ -4,7 +4,6 @@ package supervise
 
 import (
 	"syscall"
-	"time"
 
 	"github.com/labctl/labctl/internal/userr"
 )
@@ -24,5 +23,4 @@ func (e *enforcer) procAttr() (*syscall.SysProcAttr, func(), error) {
 	return &syscall.SysProcAttr{}, func() {}, nil
 }
 
-func waitUnpopulated(string, time.Duration) {}
-func killOrphans()                          {}
+func killOrphans() {}
