@@ -289,7 +289,7 @@ func (p *goProject) inlineCall(call *ast.CallExpr, s *updateScope) formula {
 }
 
 // blockFormula is what a function body returns: an if with a return in
-// it splits the rest into the two cases.
+// it splits the rest into the two cases. nil: labctl cannot follow it.
 func (p *goProject) blockFormula(stmts []ast.Stmt, s *updateScope) formula {
 	for i, st := range stmts {
 		rest := stmts[i+1:]
@@ -321,15 +321,36 @@ func (p *goProject) blockFormula(stmts []ast.Stmt, s *updateScope) formula {
 				elseStmts = []ast.Stmt{x.Else}
 			}
 			els := p.blockFormula(append(elseStmts, rest...), s.clone())
+			if then == nil || els == nil {
+				return nil
+			}
 			return iteF{cond, then, els}
 		case *ast.ReturnStmt:
 			if len(x.Results) == 1 {
 				return p.boolOf(x.Results[0], s)
 			}
-			return stateAtom(p, x)
+			return nil
+		default:
+			// A switch or a loop that returns: not followed.
+			if containsReturn(x) {
+				return nil
+			}
 		}
 	}
-	return constF(true) // no return found: nothing to judge by
+	return nil // no return: not followed
+}
+
+func containsReturn(n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		_, isReturn := n.(*ast.ReturnStmt)
+		found = found || isReturn
+		return !found
+	})
+	return found
 }
 
 // funcFormula is the formula of an update function given as a literal or
@@ -337,13 +358,15 @@ func (p *goProject) blockFormula(stmts []ast.Stmt, s *updateScope) formula {
 func (p *goProject) funcFormula(e ast.Expr) (formula, bool) {
 	switch x := e.(type) {
 	case *ast.FuncLit:
-		return p.blockFormula(x.Body.List, p.newScope(0)), true
+		f := p.blockFormula(x.Body.List, p.newScope(0))
+		return f, f != nil
 	case *ast.Ident, *ast.SelectorExpr:
 		name := typeName(x)
 		name = name[strings.LastIndex(name, ".")+1:]
 		for _, fn := range p.funcs {
 			if fn.name == name && fn.decl.Body != nil {
-				return p.blockFormula(fn.decl.Body.List, p.newScope(0)), true
+				f := p.blockFormula(fn.decl.Body.List, p.newScope(0))
+				return f, f != nil
 			}
 		}
 	}
@@ -387,7 +410,8 @@ func (p *goProject) predicateFormula(e ast.Expr, fn *goFunc, depth int) (formula
 		// A type of the project: its Update method.
 		for _, m := range p.funcs {
 			if strings.TrimPrefix(m.recv, "*") == name && m.name == "Update" && m.decl.Body != nil {
-				return p.blockFormula(m.decl.Body.List, p.newScope(0)), true
+				f := p.blockFormula(m.decl.Body.List, p.newScope(0))
+				return f, f != nil
 			}
 		}
 	case *ast.CallExpr:
@@ -428,7 +452,8 @@ func (p *goProject) predicateFormula(e ast.Expr, fn *goFunc, depth int) (formula
 					if ps := lit.Type.Params.List; len(ps) > 0 && len(ps[0].Names) > 0 {
 						s.sides[ps[0].Names[0].Name] = newSide
 					}
-					return p.blockFormula(lit.Body.List, s), true
+					f := p.blockFormula(lit.Body.List, s)
+					return f, f != nil
 				}
 				return stateAtom(p, x), true
 			}

@@ -101,6 +101,19 @@ func (r *DatabaseReconciler) stsUpdate(e event.UpdateEvent) bool {
 			assert.Contains(t, out.Message, tc.says)
 		})
 	}
+	t.Run("logic labctl cannot follow is judged by the fields it reads", func(t *testing.T) {
+		code := with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*appsv1.StatefulSet), e.ObjectNew.(*appsv1.StatefulSet)
+			switch {
+			case o.Generation != n.Generation, o.Status.ReadyReplicas != n.Status.ReadyReplicas:
+				return true
+			}
+			return false
+		}}`, "")
+		out := runCheck(t, writeProject(t, code), "owns-predicate", stsPredicate)
+		assert.Equal(t, report.Pass, out.Status, out.Message)
+		assert.Contains(t, strings.Join(out.Notes, "\n"), "could not follow")
+	})
 	t.Run("a predicate labctl cannot follow is judged by what it reads", func(t *testing.T) {
 		code := with("other.StatefulSetChanged(\"Generation\", \"ReadyReplicas\")", "")
 		out := runCheck(t, writeProject(t, code), "owns-predicate", stsPredicate)
