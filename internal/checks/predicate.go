@@ -14,7 +14,7 @@ import (
 func init() {
 	Register(Definition{
 		Name:   "owns-predicate",
-		Doc:    "the controller's Owns of a kind has builder.WithPredicates whose predicate compares the given fields (lab 4.3: Generation, ReadyReplicas)",
+		Doc:    "the controller's Owns of a kind has builder.WithPredicates that lets an update through exactly when one of the given fields changes (lab 4.3: Generation, ReadyReplicas), judged by its logic however written",
 		Params: func() any { return &ownsPredicateParams{} },
 		Run:    runOwnsPredicate,
 	})

@@ -298,7 +298,7 @@ func init() {
 	})
 	Register(Definition{
 		Name:   "field-index",
-		Doc:    "every client.MatchingFields key has an index registered with IndexField",
+		Doc:    "every client.MatchingFields key (by value, however spelled) has an index registered with IndexField; with field: an index on the list's object whose extractor reads the field, queried under its key",
 		Params: func() any { return &fieldIndexParams{} },
 		Run:    runFieldIndex,
 	})
