@@ -14,7 +14,7 @@ import (
 func init() {
 	Register(Definition{
 		Name:   "owns-predicate",
-		Doc:    "the controller's Owns of a kind has builder.WithPredicates whose predicate compares the given fields (lab 4.3: Generation, ReadyReplicas)",
+		Doc:    "the controller's Owns of a kind has builder.WithPredicates that lets an update through exactly when one of the given fields changes (lab 4.3: Generation, ReadyReplicas), judged by its logic however written",
 		Params: func() any { return &ownsPredicateParams{} },
 		Run:    runOwnsPredicate,
 	})
@@ -41,15 +41,51 @@ func runOwnsPredicate(_ context.Context, c *Context, params any) Outcome {
 	if !ok {
 		return out
 	}
-	owns, preds := proj.ownsPredicates(p.Kind)
-	expected := fmt.Sprintf("Owns(&%s{}, builder.WithPredicates(...)) with a predicate comparing %s", p.Kind, strings.Join(p.Fields, " and "))
-	if len(owns) == 0 {
+	sites := proj.ownsPredicates(p.Kind)
+	expected := fmt.Sprintf("Owns(&%s{}, builder.WithPredicates(...)) with a predicate that lets an update through when %s changes (old and new compared), and not when none does", p.Kind, strings.Join(p.Fields, " or "))
+	if len(sites) == 0 {
 		return Outcome{Status: report.Fail, Message: fmt.Sprintf("no Owns(&%s{}) found", p.Kind), Expected: expected, Observed: "none"}
 	}
-	if len(preds) == 0 {
+	var owns []string
+	var filtered []ownsSite
+	for _, s := range sites {
+		owns = append(owns, s.at)
+		if len(s.preds) > 0 {
+			filtered = append(filtered, s)
+		}
+	}
+	if len(filtered) == 0 {
 		return Outcome{Status: report.Fail,
 			Message:  fmt.Sprintf("Owns(&%s{}) at %s has no builder.WithPredicates: every change of the %s wakes the controller", p.Kind, strings.Join(owns, ", "), p.Kind),
 			Expected: expected, Observed: "Owns without predicates"}
+	}
+	// The logic, where labctl can follow it.
+	var problems []string
+	followed := true
+	for _, s := range filtered {
+		f, ok := proj.sitePredicate(s)
+		if !ok {
+			followed = false
+			continue
+		}
+		problem, ok := judgeUpdates(f, p.Fields)
+		if !ok {
+			followed = false
+			continue
+		}
+		if problem == "" {
+			return pass("Owns(&%s{}) at %s lets a %s update through exactly when %s changes", p.Kind, s.at, p.Kind, strings.Join(p.Fields, " or "))
+		}
+		problems = append(problems, fmt.Sprintf("the predicate on Owns(&%s{}) at %s: %s", p.Kind, s.at, problem))
+	}
+	if len(problems) > 0 && followed {
+		return Outcome{Status: report.Fail, Message: strings.Join(problems, "; "), Expected: expected, Observed: "a predicate with other logic"}
+	}
+	// A predicate labctl cannot follow (a type from another module, a
+	// value built at run time) is judged by the fields it reads.
+	var preds []ast.Node
+	for _, s := range filtered {
+		preds = append(preds, s.code...)
 	}
 	var missing []string
 	for _, f := range p.Fields {
@@ -62,7 +98,27 @@ func runOwnsPredicate(_ context.Context, c *Context, params any) Outcome {
 			Message:  fmt.Sprintf("the predicate on Owns(&%s{}) (%s) never reads %s", p.Kind, strings.Join(owns, ", "), strings.Join(missing, ", ")),
 			Expected: expected, Observed: "a predicate without " + strings.Join(missing, ", ")}
 	}
-	return pass("Owns(&%s{}) at %s filters events with a predicate reading %s", p.Kind, strings.Join(owns, ", "), strings.Join(p.Fields, " and "))
+	out = pass("Owns(&%s{}) at %s filters events with a predicate reading %s", p.Kind, strings.Join(owns, ", "), strings.Join(p.Fields, " and "))
+	out.Notes = append(out.Notes, "labctl could not follow the predicate's logic; it was judged by the fields it reads")
+	return out
+}
+
+// sitePredicate is the formula of the predicates of one Owns: all of
+// them must pass (builder.WithPredicates ands them).
+func (p *goProject) sitePredicate(s ownsSite) (formula, bool) {
+	var out formula
+	for _, e := range s.preds {
+		f, ok := p.predicateFormula(e, s.fn, 0)
+		if !ok {
+			return nil, false
+		}
+		if out == nil {
+			out = f
+		} else {
+			out = andF{out, f}
+		}
+	}
+	return out, out != nil
 }
 
 func slicesAnyMentions(nodes []ast.Node, names ...string) bool {
@@ -76,10 +132,21 @@ func slicesAnyMentions(nodes []ast.Node, names ...string) bool {
 	return false
 }
 
-// ownsPredicates finds the Owns(&Kind{}, ...) calls (their positions) and
-// the code of the predicates passed to them with builder.WithPredicates:
-// inline, or a function or package variable of the project named there.
-func (p *goProject) ownsPredicates(kind string) (owns []string, preds []ast.Node) {
+// ownsSite is one Owns(&Kind{}, ...) call: where, the predicates passed
+// with builder.WithPredicates, and their code with the project's functions
+// and package variables they name.
+type ownsSite struct {
+	at    string
+	fn    *goFunc
+	preds []ast.Expr
+	code  []ast.Node
+}
+
+// ownsPredicates finds the Owns(&Kind{}, ...) calls and the predicates
+// passed to them with builder.WithPredicates: inline, or a function or
+// variable of the project named there.
+func (p *goProject) ownsPredicates(kind string) []ownsSite {
+	var sites []ownsSite
 	for _, fn := range p.funcs {
 		if fn.decl.Body == nil {
 			continue
@@ -93,7 +160,7 @@ func (p *goProject) ownsPredicates(kind string) (owns []string, preds []ast.Node
 			if !ok || sel.Sel.Name != "Owns" || !mentions(call.Args[0], kind) {
 				return true
 			}
-			owns = append(owns, p.pos(call))
+			site := ownsSite{at: p.pos(call), fn: fn}
 			for _, opt := range call.Args[1:] {
 				ast.Inspect(opt, func(n ast.Node) bool {
 					wp, ok := n.(*ast.CallExpr)
@@ -104,16 +171,18 @@ func (p *goProject) ownsPredicates(kind string) (owns []string, preds []ast.Node
 						return true
 					}
 					for _, arg := range wp.Args {
-						preds = append(preds, arg)
-						preds = append(preds, p.definitionsNamedIn(arg)...)
+						site.preds = append(site.preds, arg)
+						site.code = append(site.code, arg)
+						site.code = append(site.code, p.definitionsNamedIn(arg)...)
 					}
 					return false
 				})
 			}
+			sites = append(sites, site)
 			return true
 		})
 	}
-	return owns, preds
+	return sites
 }
 
 // definitionsNamedIn returns the bodies of the project's functions and the

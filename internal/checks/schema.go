@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
 	"github.com/labctl/labctl/internal/labs"
@@ -201,9 +202,73 @@ func (p *patternSpec) judge(pattern string) string {
 	return ""
 }
 
+// columnSpec is a printer column the lab asks for, judged by what kubectl
+// shows: the header (kubectl prints it upper-cased, so "Phase" and "phase"
+// are one column), the value (a JSON path, compared parsed: .status.phase
+// and .status['phase'] read the same field) and the type (date columns
+// show an age, the others the value).
 type columnSpec struct {
 	Name     string `json:"name"`
 	JSONPath string `json:"jsonPath"`
+	// Type, when set, is the column's type: string, integer, number,
+	// boolean or date.
+	Type string `json:"type,omitempty"`
+}
+
+// judgeColumn says what is wrong with the CRD's printer columns as to one
+// the lab asks for ("" when nothing).
+func judgeColumn(want columnSpec, have []apiextensionsv1.CustomResourceColumnDefinition) string {
+	for _, col := range have {
+		if !strings.EqualFold(col.Name, want.Name) {
+			continue
+		}
+		var bad []string
+		if want.JSONPath != "" && !sameJSONPath(col.JSONPath, want.JSONPath) {
+			bad = append(bad, fmt.Sprintf("shows %s, not %s", col.JSONPath, want.JSONPath))
+		}
+		if want.Type != "" && col.Type != want.Type {
+			bad = append(bad, fmt.Sprintf("has type %s, not %s", col.Type, want.Type))
+		}
+		if len(bad) == 0 {
+			return ""
+		}
+		return "printer column " + col.Name + " " + strings.Join(bad, " and ")
+	}
+	return "no printer column " + want.Name
+}
+
+// sameJSONPath reports whether two printer-column paths select the same
+// field, compared as parsed by the API server's JSON path parser.
+func sameJSONPath(a, b string) bool {
+	pa, errA := parsedJSONPath(a)
+	pb, errB := parsedJSONPath(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return pa == pb
+}
+
+func parsedJSONPath(path string) (string, error) {
+	if !strings.HasPrefix(path, "{") {
+		path = "{" + path + "}"
+	}
+	p, err := jsonpath.Parse("column", path)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	var walk func(n jsonpath.Node)
+	walk = func(n jsonpath.Node) {
+		if l, ok := n.(*jsonpath.ListNode); ok {
+			for _, m := range l.Nodes {
+				walk(m)
+			}
+			return
+		}
+		parts = append(parts, n.String())
+	}
+	walk(p.Root)
+	return strings.Join(parts, "\n"), nil
 }
 
 type crdSchemaParams struct {
@@ -220,6 +285,14 @@ func (p *crdSchemaParams) Validate() error {
 	for _, f := range p.Fields {
 		if f.Path == "" || (f.Required && f.Optional) {
 			return fmt.Errorf("field %q: needs a path, and not both required and optional", f.Path)
+		}
+	}
+	for _, col := range p.PrinterColumns {
+		if col.Name == "" {
+			return errors.New("a printer column needs a name")
+		}
+		if col.Type != "" && !slices.Contains([]string{"string", "integer", "number", "boolean", "date"}, col.Type) {
+			return fmt.Errorf("printer column %s: type is string, integer, number, boolean or date", col.Name)
 		}
 	}
 	return nil
@@ -332,17 +405,8 @@ func runCRDSchema(ctx context.Context, c *Context, params any) Outcome {
 		}
 	}
 	for _, col := range p.PrinterColumns {
-		found := false
-		for _, have := range v.AdditionalPrinterColumns {
-			if have.Name == col.Name {
-				found = true
-				if col.JSONPath != "" && have.JSONPath != col.JSONPath {
-					problems = append(problems, fmt.Sprintf("printer column %s shows %s, not %s", col.Name, have.JSONPath, col.JSONPath))
-				}
-			}
-		}
-		if !found {
-			problems = append(problems, "no printer column "+col.Name)
+		if problem := judgeColumn(col, v.AdditionalPrinterColumns); problem != "" {
+			problems = append(problems, problem)
 		}
 	}
 	if len(problems) == 0 {
@@ -361,7 +425,11 @@ func runCRDSchema(ctx context.Context, c *Context, params any) Outcome {
 		want = append(want, describeField(f))
 	}
 	for _, col := range p.PrinterColumns {
-		want = append(want, "column "+col.Name+" "+col.JSONPath)
+		w := "column " + col.Name + " " + col.JSONPath
+		if col.Type != "" {
+			w += " (" + col.Type + ")"
+		}
+		want = append(want, w)
 	}
 	return Outcome{Status: report.Fail,
 		Message:  fmt.Sprintf("CRD %s differs from what the lab asks: %s", p.Name, strings.Join(problems, "; ")),
