@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/labctl/labctl/internal/cgroup"
+	"github.com/labctl/labctl/internal/proc"
 )
 
 // childEnv selects what the test binary does when started in a group.
@@ -121,13 +121,13 @@ func TestForkBombStopsAtPidsLimit(t *testing.T) {
 	assert.Less(t, n, 64, "the limit counts the bomb's threads and processes together")
 	assert.Contains(t, line, "resource temporarily unavailable", "fork failed for the limit")
 
-	pids := procsIn(t, dir)
+	pids := cgroup.Pids(dir)
 	assert.GreaterOrEqual(t, len(pids), n, "the forked processes are in the group")
 	require.NoError(t, g.Remove())
 	_, err = os.Stat(dir)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the group is gone")
 	for _, pid := range pids {
-		assert.False(t, alive(pid), "process %d outlived its group", pid)
+		assert.False(t, proc.Alive(pid), "process %d outlived its group", pid)
 	}
 }
 
@@ -167,32 +167,4 @@ func TestNameKeepsWhatACgroupAllows(t *testing.T) {
 	assert.Equal(t, "g", cgroup.Name(""))
 	assert.Len(t, cgroup.Name(strings.Repeat("x", 200)), 64)
 	assert.Equal(t, "a_b", cgroup.Name("a/b"))
-}
-
-func procsIn(t *testing.T, dir string) []int {
-	t.Helper()
-	var pids []int
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		raw, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		for _, f := range strings.Fields(string(raw)) {
-			pid, _ := strconv.Atoi(f)
-			pids = append(pids, pid)
-		}
-		return nil
-	})
-	return pids
-}
-
-// alive: the process exists and is not a zombie waiting for its parent.
-func alive(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }

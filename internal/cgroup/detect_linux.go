@@ -168,9 +168,9 @@ func New(name string, lim Limits) (Group, error) {
 	return nil, ErrUnsupported
 }
 
-// pidsOf lists the processes in dir's cgroup.procs and those of the
-// groups below it.
-func pidsOf(dir string) []int {
+// Pids lists the processes in the group at dir (its cgroup.procs) and in
+// the groups below it.
+func Pids(dir string) []int {
 	var pids []int
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {

@@ -107,7 +107,7 @@ func (g *v1) Kill() {
 	for {
 		found := false
 		for _, dir := range g.dirs {
-			for _, pid := range pidsOf(dir) {
+			for _, pid := range Pids(dir) {
 				found = true
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}

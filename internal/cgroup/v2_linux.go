@@ -153,7 +153,7 @@ func (g *v2) OOMKills() int { return counter(filepath.Join(g.dir, "memory.events
 func (g *v2) Kill() {
 	if writeFile(g.dir, "cgroup.kill", "1") != nil {
 		deadline := time.Now().Add(killWait)
-		for pids := pidsOf(g.dir); len(pids) > 0 && time.Now().Before(deadline); pids = pidsOf(g.dir) {
+		for pids := Pids(g.dir); len(pids) > 0 && time.Now().Before(deadline); pids = Pids(g.dir) {
 			for _, pid := range pids {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/labctl/labctl/internal/cgroup"
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/sandbox"
 )
@@ -571,7 +572,7 @@ func TestForkBombStopsAtTheBoxLimit(t *testing.T) {
 	assert.Less(t, n, limit, "the box's own processes and threads count too")
 
 	dir := group.Path()
-	pids := cgroupProcs(t, dir)
+	pids := cgroup.Pids(dir)
 	assert.Greater(t, len(pids), n, "the box (its labctl, the sandbox, the bomb) is in the group")
 	// As startBox ends a box past its time: the child killed, the group
 	// removed with whatever is left in it.
@@ -581,7 +582,7 @@ func TestForkBombStopsAtTheBoxLimit(t *testing.T) {
 	_, err = os.Stat(dir)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the box's group is gone")
 	for _, pid := range pids {
-		assert.False(t, processAlive(pid), "process %d outlived its box", pid)
+		assert.False(t, proc.Alive(pid), "process %d outlived its box", pid)
 	}
 }
 
@@ -608,32 +609,4 @@ func TestMemoryHogIsKilledInItsBoxOnly(t *testing.T) {
 	held, _ := strconv.Atoi(strings.Fields(last + " 0 0")[1])
 	assert.Less(t, held, limit>>20, "it never held more than the box's limit")
 	assert.GreaterOrEqual(t, group.OOMKills(), 1, "the kernel's OOM killer ended it")
-}
-
-func cgroupProcs(t *testing.T, dir string) []int {
-	t.Helper()
-	var pids []int
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		raw, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		for _, f := range strings.Fields(string(raw)) {
-			pid, _ := strconv.Atoi(f)
-			pids = append(pids, pid)
-		}
-		return nil
-	})
-	return pids
-}
-
-// processAlive: the process exists and is not a zombie.
-func processAlive(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
