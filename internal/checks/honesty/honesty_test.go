@@ -121,8 +121,8 @@ var mutants = []struct {
 	{"service-port-80", "lab-3.3", []string{"4.2"}},
 	{"status-without-endpoint", "lab-3.3", []string{"5.1"}},
 	{"no-owns-service", "lab-3.3", []string{"6.1"}},
-	{"password-regenerated", "lab-3.3", []string{"8.1"}},
-	{"secret-not-owned", "lab-3.3", []string{"2.2"}}, // the finalizer's cleanup deletes the Secret even without an owner reference
+	{"password-regenerated", "lab-3.3", []string{"5.1", "8.1"}}, // and the new Secret re-triggers the watch: a write loop that never rests (at-rest, 5.1)
+	{"secret-not-owned", "lab-3.3", []string{"2.2"}},            // the finalizer's cleanup deletes the Secret even without an owner reference
 	{"finalizer-left-on-delete", "lab-3.3", []string{"cleanup"}},
 	{"replicas-never-updated", "lab-3.3", []string{"8.2"}},
 	{"annotate-last-reconciled", "lab-3.3", []string{"5.1"}},
@@ -165,7 +165,7 @@ var mutants = []struct {
 	{"progressing-left-true", "lab-4.4", []string{"3.2"}},
 	{"requeue-without-unit", "lab-4.4", []string{"3.2"}},
 	{"configuring-skipped", "lab-4.4", []string{"3.3"}},
-	{"ready-before-replicas", "lab-4.4", []string{"3.3"}},
+	{"ready-before-replicas", "lab-4.4", []string{"3.2", "3.3"}}, // and an unready Database flips between phases without rest (at-rest, 3.2)
 	{"missing-statefulset-recreated-silently", "lab-4.4", []string{"5.1"}},
 	{"endpoint-without-namespace", "lab-4.4", []string{"3.2"}}, // one field wrong: only the task that asks for it, not those behind the Ready gate
 	{"ready-kept-on-missing-statefulset", "lab-4.4", []string{"5.1"}},
