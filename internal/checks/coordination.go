@@ -94,13 +94,8 @@ func stateTime(o Observed, path string) (time.Time, bool) {
 
 func runOrdered(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*orderedParams)
-	first, err1 := c.History(ctx, p.First.Ref)
-	then, err2 := c.History(ctx, p.Then.Ref)
-	if err := errors.Join(err1, err2); err != nil {
-		return errorf("%v", err)
-	}
-	first, err1 = sinceMark(c, first, p.First.Since)
-	then, err2 = sinceMark(c, then, p.Then.Since)
+	first, err1 := c.HistorySince(ctx, p.First.Ref, p.First.Since)
+	then, err2 := c.HistorySince(ctx, p.Then.Ref, p.Then.Since)
 	if err := errors.Join(err1, err2); err != nil {
 		return errorf("%v", err)
 	}
@@ -370,11 +365,7 @@ func (p *observedParams) Validate() error {
 
 func runObserved(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*observedParams)
-	states, err := c.History(ctx, p.Ref)
-	if err != nil {
-		return errorf("%v", err)
-	}
-	states, err = sinceMark(c, states, p.Since)
+	states, err := c.HistorySince(ctx, p.Ref, p.Since)
 	if err != nil {
 		return errorf("%v", err)
 	}

@@ -39,11 +39,7 @@ func (p *neverParams) Validate() error {
 
 func runNever(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*neverParams)
-	states, err := c.History(ctx, p.Ref)
-	if err != nil {
-		return errorf("%v", err)
-	}
-	states, err = sinceMark(c, states, p.Since)
+	states, err := c.HistorySince(ctx, p.Ref, p.Since)
 	if err != nil {
 		return errorf("%v", err)
 	}

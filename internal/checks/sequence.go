@@ -42,11 +42,7 @@ func (p *sequenceParams) Validate() error {
 
 func runSequence(ctx context.Context, c *Context, params any) Outcome {
 	p := params.(*sequenceParams)
-	states, err := c.History(ctx, p.Ref)
-	if err != nil {
-		return errorf("%v", err)
-	}
-	states, err = sinceMark(c, states, p.Since)
+	states, err := c.HistorySince(ctx, p.Ref, p.Since)
 	if err != nil {
 		return errorf("%v", err)
 	}

@@ -1,20 +1,25 @@
 package checks
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	"github.com/labctl/labctl/internal/labs"
 )
 
-// sinceMark keeps the recorded states observed at or after a scenario mark
-// (all of them when mark is ""): "during the scale" means the states after
-// the step that started it, not the ones the object passed through before.
-func sinceMark(c *Context, states []Observed, mark string) ([]Observed, error) {
-	if mark == "" {
-		return states, nil
-	}
+// HistorySince is ref's recorded states observed at or after a scenario
+// mark (all of them when mark is ""): "during the scale" means the states
+// after the step that started it, not the ones the object passed through
+// before.
+func (c *Context) HistorySince(ctx context.Context, ref labs.Ref, mark string) ([]Observed, error) {
 	at, ok := c.Mark(mark)
-	if !ok {
+	if mark != "" && !ok {
 		return nil, fmt.Errorf("no step marked %q ran before this check", mark)
+	}
+	states, err := c.History(ctx, ref)
+	if err != nil || mark == "" {
+		return states, err
 	}
 	return statesSince(states, at), nil
 }
