@@ -26,6 +26,7 @@ import (
 //	  lab-8.2:
 //	    points: {"4.2": 15, cleanup: 0}
 //	    steps: {pending-database-not-found: fail, backup-logged: hidden}
+//	    bugs: {B32: fail}
 //	  lab-3.4:
 //	    bugs: {B1: fail}
 type Policy struct {
@@ -123,6 +124,8 @@ func (p *Policy) Apply(lab *labs.Lab) (*labs.Lab, error) {
 	}
 	steps := map[string]*labs.Step{}
 	bugs := map[string][]*labs.Step{}
+	// stuck: the waits that excuse a course bug's signature (labs.Stuck).
+	stuck := map[string][]*labs.Step{}
 	for i := range out.Scenarios {
 		for j := range out.Scenarios[i].Steps {
 			st := &out.Scenarios[i].Steps[j]
@@ -131,6 +134,9 @@ func (p *Policy) Apply(lab *labs.Lab) (*labs.Lab, error) {
 				if st.Bug != "" {
 					bugs[st.Bug] = append(bugs[st.Bug], st)
 				}
+			}
+			if st.Expect != nil && st.Expect.Stuck != nil {
+				stuck[st.Expect.Stuck.Bug] = append(stuck[st.Expect.Stuck.Bug], st)
 			}
 		}
 	}
@@ -147,11 +153,24 @@ func (p *Policy) Apply(lab *labs.Lab) (*labs.Lab, error) {
 		}
 	}
 	for _, bug := range sortedKeys(lp.Bugs) {
-		if len(bugs[bug]) == 0 {
+		if len(bugs[bug]) == 0 && len(stuck[bug]) == 0 {
 			errs = append(errs, fmt.Errorf("bugs: no step of %s probes course bug %s", lab.ID, bug))
 		}
 		for _, st := range bugs[bug] {
 			set("bugs: "+bug, st, lp.Bugs[bug])
+		}
+		for _, st := range stuck[bug] {
+			switch lp.Bugs[bug] {
+			case Fail: // the wait no longer excuses the bug: it fails, and so does what needs it
+				e := *st.Expect
+				e.Stuck = nil
+				st.Expect = &e
+			case Hidden:
+				st.Hidden = true
+			case Warn:
+			default:
+				set("bugs: "+bug, st, lp.Bugs[bug]) // reports the bad severity
+			}
 		}
 	}
 	for _, id := range sortedKeys(lp.Steps) {

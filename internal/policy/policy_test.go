@@ -123,3 +123,27 @@ func TestTextBugB3WarnsByDefaultAndAPolicyCanFailIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, step(strict, "field-selector-indexed").Severity, "B3 is failed under this policy")
 }
+
+// B32 strikes in some runs only: its wait excuses the Backup left
+// InProgress by default; `bugs: {B32: fail}` makes the wait fail as any
+// other (and the steps behind it with it), leaving the lab itself as it
+// was.
+func TestRaceBugB32ExcusedByDefaultAndAPolicyCanFailIt(t *testing.T) {
+	l82 := lab(t, "lab-8.2")
+	st := step(l82, "backup-completed")
+	require.NotNil(t, st)
+	require.NotNil(t, st.Expect.Stuck)
+	assert.Equal(t, "B32", st.Expect.Stuck.Bug)
+
+	p, err := policy.Load(write(t, "name: strict B32\nlabs:\n  lab-8.2:\n    bugs: {B32: fail}\n"))
+	require.NoError(t, err)
+	strict, err := p.Apply(l82)
+	require.NoError(t, err)
+	assert.Nil(t, step(strict, "backup-completed").Expect.Stuck, "B32 is no longer excused")
+	assert.NotNil(t, step(l82, "backup-completed").Expect.Stuck, "the lab itself is unchanged")
+
+	p, err = policy.Load(write(t, "name: bad\nlabs:\n  lab-8.2:\n    bugs: {B32: sometimes}\n"))
+	require.NoError(t, err)
+	_, err = p.Apply(l82)
+	assert.ErrorContains(t, err, "severity")
+}
