@@ -85,7 +85,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	if s == nil {
 		s, _, _ = iostreams.Test(false)
 	}
-	objs, err := p.Render()
+	objs, err := p.RenderIn(ctx, opts.Box)
 	if err != nil {
 		return nil, err
 	}

@@ -5,16 +5,18 @@
 package deploy
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/render"
+	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/userr"
 )
 
@@ -83,15 +85,27 @@ func SafeName(name string) string {
 // kubectl binary needed) and returns the objects in apply order: namespaces
 // and CRDs first, then RBAC, then the rest.
 func (p *Project) Render() ([]*unstructured.Unstructured, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(p.Dir, "config", "default"))
+	return p.RenderIn(context.Background(), nil)
+}
+
+// RenderIn is Render in box when box is set (grading: the submission's
+// kustomization is read as the box's user, offline; see render.Boxed).
+func (p *Project) RenderIn(ctx context.Context, box *sandbox.Box) ([]*unstructured.Unstructured, error) {
+	dir := filepath.Join(p.Dir, "config", "default")
+	var raw []byte
+	var err error
+	if box == nil {
+		raw, err = render.Kustomize(dir)
+	} else {
+		raw, err = render.Boxed(ctx, box, dir)
+		var build *render.BuildError
+		if err != nil && !errors.As(err, &build) {
+			return nil, fmt.Errorf("cannot render config/default in the sandbox: %w", err)
+		}
+	}
 	if err != nil {
 		return nil, userr.Wrap(err, userr.ExitUsage, "cannot render config/default: "+firstLine(err.Error()),
 			"run `kustomize build config/default` (or `make deploy`) in the project to see the full error")
-	}
-	raw, err := res.AsYaml()
-	if err != nil {
-		return nil, err
 	}
 	objs, err := kube.DecodeYAML(raw)
 	if err != nil {

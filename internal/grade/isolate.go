@@ -126,10 +126,10 @@ func runBox(in io.Reader, out io.Writer) int {
 }
 
 // denyGitFetches makes every git this box's grader starts refuse to
-// fetch, over any protocol, local paths included: kustomize clones a
-// `resources:` entry like file:///elsewhere?ref=main with git, as root,
-// and the submission's own manifests must be all it renders. (URLs it
-// would fetch over HTTP reach only this box's loopback.)
+// fetch, over any protocol, local paths included. The submission's
+// kustomization is rendered in its sandbox (render.Boxed), where there is
+// no git at all; this stays as a second wall, should anything of the
+// grader's ever run git on the submission's behalf.
 func denyGitFetches() {
 	for k, v := range map[string]string{"GIT_ALLOW_PROTOCOL": "none", "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"} {
 		_ = os.Setenv(k, v)

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/labctl/labctl/internal/render"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/satoken"
 )
@@ -72,10 +73,11 @@ func CommandWith(logFile, restartsFile string, lim Limits, duties Duties, argv [
 }
 
 // MaybeRun runs the supervisor, or the sandbox helper (which a
-// supervisor starts its manager through), and exits if this process is
-// one of them.
+// supervisor starts its manager through), or a render worker the
+// sandbox started, and exits if this process is one of them.
 func MaybeRun() {
 	sandbox.MaybeRun()
+	render.MaybeRun()
 	if os.Getenv(EnvVar) != "1" {
 		return
 	}
