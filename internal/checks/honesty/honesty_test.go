@@ -150,6 +150,7 @@ var mutants = []struct {
 	{"finalizers-cleared", "lab-4.2", []string{"3.4"}},
 	{"finalizer-removed-by-index", "lab-4.2", []string{"3.4"}},
 	{"cleanup-orphans-pods", "lab-4.2", []string{"3.4"}},
+	{"cleanup-orphans-statefulset-pods", "lab-4.2", []string{"3.4"}},
 	{"cleanup-forgets-statefulset", "lab-4.2", []string{"3.4"}},
 	{"statefulset-delete-filtered", "lab-4.3", []string{"1.2"}},
 	{"no-secret-watch", "lab-4.3", []string{"2.2"}},
