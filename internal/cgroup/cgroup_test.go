@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/labctl/labctl/internal/cgroup"
+	"github.com/labctl/labctl/internal/cgroup/cgrouptest"
 	"github.com/labctl/labctl/internal/proc"
 )
 
@@ -31,30 +32,7 @@ func TestMain(m *testing.M) {
 	// Like a box: nothing happens before the parent says go (on v1 it
 	// moves this process into the group first).
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	switch mode {
-	case "forkbomb":
-		n := 0
-		for {
-			cmd := exec.Command("sleep", "600")
-			if err := cmd.Start(); err != nil {
-				fmt.Printf("forked %d, then: %v\n", n, err)
-				break
-			}
-			n++
-		}
-		select {}
-	case "hog":
-		var keep [][]byte
-		for i := 0; ; i++ {
-			b := make([]byte, 16<<20)
-			for j := 0; j < len(b); j += 4096 {
-				b[j] = 1
-			}
-			keep = append(keep, b)
-			fmt.Printf("holding %d MiB\n", (i+1)*16)
-		}
-	}
-	os.Exit(2)
+	cgrouptest.Attack(mode)
 }
 
 func needCgroups(t *testing.T) cgroup.Support {

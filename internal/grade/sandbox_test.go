@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/labctl/labctl/internal/cgroup"
+	"github.com/labctl/labctl/internal/cgroup/cgrouptest"
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/proc"
@@ -471,7 +472,7 @@ func maybeAttackBox() {
 	case mode == "":
 		return
 	case strings.HasPrefix(mode, "sandboxed-"):
-		attack(strings.TrimPrefix(mode, "sandboxed-"))
+		cgrouptest.Attack(strings.TrimPrefix(mode, "sandboxed-"))
 	}
 	if os.Getenv(grade.BoxEnvVar) != "1" {
 		return
@@ -503,33 +504,6 @@ func maybeAttackBox() {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	fmt.Printf("box: the attack ended: %v\n", cmd.Run())
 	os.Exit(0)
-}
-
-// attack is the student's code.
-func attack(mode string) {
-	switch mode {
-	case "forkbomb":
-		n := 0
-		for {
-			if err := exec.Command("sleep", "600").Start(); err != nil {
-				fmt.Printf("forked %d, then: %v\n", n, err)
-				break
-			}
-			n++
-		}
-		select {}
-	case "hog":
-		var keep [][]byte
-		for i := 0; ; i++ {
-			b := make([]byte, 16<<20)
-			for j := 0; j < len(b); j += 4096 {
-				b[j] = 1
-			}
-			keep = append(keep, b)
-			fmt.Printf("holding %d MiB\n", (i+1)*16)
-		}
-	}
-	os.Exit(2)
 }
 
 // startAttackBox starts a box, as grading does, whose submission is an
