@@ -111,6 +111,32 @@ func TestEvalAssertions(t *testing.T) {
 			{Condition: &labs.Condition{Type: "Ready", Status: "True", Reason: "AllReplicasReady"}}, {Path: "metadata", Exists: &no}}))
 }
 
+// $(NAMESPACE) in a pattern is the object's own namespace, literally: an
+// endpoint naming another namespace (default, the operator's) or a
+// namespace that only looks alike does not match.
+func TestMatchesTheObjectsNamespace(t *testing.T) {
+	endpoint := labs.Assertion{Path: "status.endpoint", Matches: `^test-db\.$(NAMESPACE)\.svc\.cluster\.local:5432$`}
+	for value, want := range map[string]bool{
+		"test-db.lab-4-4-x7k2p.svc.cluster.local:5432":            true,
+		"test-db.default.svc.cluster.local:5432":                  false,
+		"test-db.postgres-operator-system.svc.cluster.local:5432": false,
+		"test-db.lab-4-4-x7k2pp.svc.cluster.local:5432":           false,
+	} {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "test-db", "namespace": "lab-4-4-x7k2p"},
+			"status":   map[string]any{"endpoint": value},
+		}}
+		ok, _ := EvalAssertions(u, []labs.Assertion{endpoint})
+		assert.Equal(t, want, ok, value)
+	}
+	dotted := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": "a.b"},
+		"status":   map[string]any{"endpoint": "test-db.aXb.svc.cluster.local:5432"},
+	}}
+	ok, _ := EvalAssertions(dotted, []labs.Assertion{endpoint})
+	assert.False(t, ok, "the namespace is matched literally, never as a pattern")
+}
+
 func TestTrimObjectDropsNoiseAndControlCharacters(t *testing.T) {
 	u := obj(t, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"db\u001b[31mred","managedFields":[{"manager":"x"}]},
 		"spec":{"replicas":1,"template":{"spec":{"containers":[{"name":"postgres","image":"postgres:14","env":[{"name":"A","value":"b"}]}]}}}}`)

@@ -222,7 +222,8 @@ func evalAssertion(obj map[string]any, a labs.Assertion) (bool, string) {
 		}
 	case a.Matches != "":
 		s, ok := v.(string)
-		if !found || !ok || !regexp.MustCompile(a.Matches).MatchString(s) {
+		ns, _, _ := unstructured.NestedString(obj, "metadata", "namespace")
+		if !found || !ok || !regexp.MustCompile(a.MatchesPattern(ns)).MatchString(s) {
 			return false, show()
 		}
 	}

@@ -439,7 +439,7 @@ func (a Assertion) validate() error {
 		return err
 	}
 	if a.Matches != "" {
-		if _, err := regexp.Compile(a.Matches); err != nil {
+		if _, err := regexp.Compile(a.MatchesPattern("ns")); err != nil {
 			return fmt.Errorf("assertion %s: %w", a.Path, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -361,10 +362,23 @@ type Assertion struct {
 	NotEquals json.RawMessage `json:"notEquals,omitempty"`
 	In        []any           `json:"in,omitempty"`
 	Exists    *bool           `json:"exists,omitempty"`
-	Matches   string          `json:"matches,omitempty"`
+	// Matches is a regular expression the string at Path matches. In it,
+	// $(NAMESPACE) stands for the object's own namespace, matched
+	// literally: a run's namespace is fresh each time, and a value that
+	// names it (an endpoint) must name that one, not any.
+	Matches string `json:"matches,omitempty"`
 	// Condition asserts a status condition (type, and status/reason when
 	// given) without spelling out the paths.
 	Condition *Condition `json:"condition,omitempty"`
+}
+
+// NamespaceVar in a Matches pattern stands for the object's namespace.
+const NamespaceVar = "$(NAMESPACE)"
+
+// MatchesPattern is a's Matches with NamespaceVar replaced by namespace
+// (quoted, so it matches itself only).
+func (a Assertion) MatchesPattern(namespace string) string {
+	return strings.ReplaceAll(a.Matches, NamespaceVar, regexp.QuoteMeta(namespace))
 }
 
 // Condition is a metav1.Condition pattern.

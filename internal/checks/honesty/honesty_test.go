@@ -120,6 +120,8 @@ var mutants = []struct {
 	{"storage-size-ignored", "lab-3.3", []string{"3.2"}},
 	{"service-port-80", "lab-3.3", []string{"4.2"}},
 	{"status-without-endpoint", "lab-3.3", []string{"5.1"}},
+	{"endpoint-default-namespace", "lab-3.3", []string{"5.1"}},
+	{"endpoint-operator-namespace", "lab-4.4", []string{"3.2"}},
 	{"no-owns-service", "lab-3.3", []string{"6.1"}},
 	{"password-regenerated", "lab-3.3", []string{"5.1", "8.1"}}, // and the new Secret re-triggers the watch: a write loop that never rests (at-rest, 5.1)
 	{"secret-not-owned", "lab-3.3", []string{"2.2"}},            // the finalizer's cleanup deletes the Secret even without an owner reference
