@@ -145,6 +145,8 @@ var mutants = []struct {
 	{"progressing-never-complete", "lab-4.1", []string{"4.3", "5.1"}},
 	{"scaling-reported-as-creating", "lab-4.1", []string{"5.1"}},
 	{"condition-without-observed-generation", "lab-4.1", []string{"5.2"}},
+	{"condition-replaced-with-now", "lab-4.1", []string{"4.3"}},
+	{"condition-removed-then-set", "lab-4.1", []string{"4.3"}},
 	{"no-finalizer", "lab-4.2", []string{"3.2", "4.2"}},
 	{"finalizer-never-removed", "lab-4.2", []string{"3.4", "4.2", "5.2"}},
 	{"cleanup-failure-silent", "lab-4.2", []string{"4.2"}},
