@@ -107,6 +107,8 @@ var mutants = []struct {
 	{"project-wrong-domain", "lab-3.2", []string{"1.1"}},
 	{"project-without-database", "lab-3.2", []string{"1.2", "3.1"}},
 	{"username-optional", "lab-3.2", []string{"2.1"}},
+	{"storage-pattern-unanchored", "lab-3.2", []string{"2.1"}},
+	{"storage-pattern-alternation", "lab-3.2", []string{"2.1"}},
 	{"phase-without-enum", "lab-3.2", []string{"2.2"}},
 	{"no-age-column", "lab-3.2", []string{"2.3", "5.2"}},
 	{"age-column-typed-string", "lab-3.2", []string{"2.3"}},
