@@ -3,10 +3,11 @@
 // Package sandbox runs untrusted code (a student's build and manager) as
 // an unprivileged user in its own mount and pid namespaces, where only
 // what the grader binds in is visible: the submission's private copy, a
-// scratch home, the manager's kubeconfig. Everything else that holds
-// secrets or results (the grader's home with ~/.kube and labctl's caches,
-// the grading work and output directories, other submissions, every
-// cluster's PKI and state) is covered by empty read-only file systems.
+// scratch home, the manager's kubeconfig, and the machine's programs and
+// configuration (read-only). Its root is built up from that allow-list and
+// pivoted into: everything else (the grader's home with ~/.kube and
+// labctl's caches, the grading work and output directories, other
+// submissions, every cluster's PKI and state) does not exist inside.
 //
 // The kernel does the work; no external tool is needed. The sandboxed
 // command is started through the labctl executable itself (or a test
@@ -125,27 +126,62 @@ func (s *Spec) enter(argv []string) error {
 		}
 	}
 
+	// The sandbox's root is built up from nothing (an allow-list): a
+	// fresh tmpfs holding the system's programs and configuration
+	// (systemDirs, read-only), a minimal /dev, private scratch
+	// directories, the binds and overlays, and a /proc of its own. Then
+	// it becomes / (pivot_root) and the machine's root is detached:
+	// nothing else of the machine exists inside, not even as a mount
+	// point in /proc/self/mountinfo.
+	const newRoot = "/tmp" // covered, in this mount namespace only
+	if err := unix.Mount("tmpfs", newRoot, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=16m"); err != nil {
+		return fmt.Errorf("new root: %w", err)
+	}
+	in := func(p string) string { return filepath.Join(newRoot, p) }
+	for _, d := range systemDirs {
+		info, err := os.Lstat(d)
+		switch {
+		case err != nil:
+			continue
+		case info.Mode()&os.ModeSymlink != 0: // /bin -> usr/bin on a merged /usr
+			target, err := os.Readlink(d)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, in(d)); err != nil {
+				return err
+			}
+		case info.IsDir():
+			if err := bindReadOnly(d, in(d)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := minimalDev(in("/dev")); err != nil {
+		return err
+	}
+
 	hide := slices.Clone(s.Hide)
 	slices.SortFunc(hide, byDepth)
 	for _, p := range hide {
-		info, err := os.Stat(p)
+		info, err := os.Stat(in(p))
 		if err != nil {
-			continue
+			continue // not in the sandbox's root at all
 		}
 		if info.IsDir() {
-			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m")
+			err = unix.Mount("tmpfs", in(p), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m")
 		} else {
-			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+			err = unix.Mount("/dev/null", in(p), "", unix.MS_BIND, "")
 		}
 		if err != nil {
 			return fmt.Errorf("hide %s: %w", p, err)
 		}
 	}
 	for _, p := range s.Scratch {
-		if err := os.MkdirAll(p, 0o755); err != nil {
+		if err := os.MkdirAll(in(p), 0o755); err != nil {
 			return err
 		}
-		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=512m"); err != nil {
+		if err := unix.Mount("tmpfs", in(p), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=512m"); err != nil {
 			return fmt.Errorf("scratch %s: %w", p, err)
 		}
 	}
@@ -156,31 +192,55 @@ func (s *Spec) enter(argv []string) error {
 	slices.SortStableFunc(order, func(a, b int) int { return byDepth(s.Binds[a].Dst, s.Binds[b].Dst) })
 	for _, i := range order {
 		b := s.Binds[i]
-		if err := mountPoint(b.Dst, bindSrc[i]); err != nil {
+		dst := in(b.Dst)
+		if err := mountPoint(dst, bindSrc[i]); err != nil {
 			return err
 		}
-		if err := unix.Mount(bindSrc[i], b.Dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if err := unix.Mount(bindSrc[i], dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind %s: %w", b.Dst, err)
 		}
 		if !b.Writable {
-			if err := unix.Mount("", b.Dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 				return fmt.Errorf("make %s read-only: %w", b.Dst, err)
 			}
 		}
 	}
 	for i, o := range s.Overlays {
-		if err := os.MkdirAll(o.Dst, 0o755); err != nil {
+		if err := os.MkdirAll(in(o.Dst), 0o755); err != nil {
 			return err
 		}
 		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", layers[i][0], layers[i][1], layers[i][2])
-		if err := unix.Mount("overlay", o.Dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		if err := unix.Mount("overlay", in(o.Dst), "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("overlay %s: %w", o.Dst, err)
 		}
 	}
 	// A /proc of the new pid namespace: the command sees only its own
 	// processes, so it can signal nothing of the grader's.
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := os.MkdirAll(in("/proc"), 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := os.Chmod(newRoot, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chdir(newRoot); err != nil {
+		return err
+	}
+	// pivot_root(".", "."): the new root on top, the old one under it at
+	// the same place, then detached.
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the machine's root: %w", err)
+	}
+	if err := os.Chdir("/"); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("make / read-only: %w", err)
 	}
 
 	path, err := lookPath(argv[0], s.Env)
@@ -222,6 +282,62 @@ func (s *Spec) enter(argv []string) error {
 		return err
 	}
 	return syscall.Exec(path, argv, s.Env)
+}
+
+// systemDirs are what a sandbox sees of the machine: its programs,
+// libraries and configuration (read-only; a merged /usr's links are
+// copied as links). Nothing else: not /opt, /var, /srv, /home, /root,
+// /run, /mnt, /media, /sys, the grading work directory or the machine's
+// own /tmp.
+var systemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// devices are the device nodes a sandbox's /dev holds (bound from the
+// machine's): what programs open by name.
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// bindReadOnly bind-mounts src (a directory of the machine) at dst,
+// read-only, with no set-uid programs or devices.
+func bindReadOnly(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", src, err)
+	}
+	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("make %s read-only: %w", src, err)
+	}
+	return nil
+}
+
+// minimalDev builds dev: the common device nodes, the links into
+// /proc/self/fd, and /dev/shm (a scratch directory when asked).
+func minimalDev(dev string) error {
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, d := range devices {
+		src := "/dev/" + d
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		dst := filepath.Join(dev, d)
+		if err := os.WriteFile(dst, nil, 0o666); err != nil {
+			return err
+		}
+		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", src, err)
+		}
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mountPoint makes sure dst exists as a directory or a file, like src.

@@ -133,3 +133,41 @@ func BenchmarkSandboxSetup(b *testing.B) {
 		}
 	}
 }
+
+// The sandbox's root is an allow-list: the machine's programs and
+// configuration, its own scratch and binds. A world-readable file
+// anywhere else does not exist inside, and /proc/self/mountinfo names
+// no hidden place (a deny-list of covered paths would list them all).
+func TestSandboxRootIsAnAllowList(t *testing.T) {
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip(sup.Reason)
+	}
+	root := t.TempDir()
+	elsewhere := filepath.Join(root, "another-students-work")
+	require.NoError(t, os.MkdirAll(elsewhere, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, "answer.go"), []byte("package answer\n"), 0o644))
+	hidden := filepath.Join(root, "roster-of-the-class")
+	require.NoError(t, os.MkdirAll(hidden, 0o755))
+
+	box, err := sandbox.NewBox(filepath.Join(root, "box"), sandbox.UIDFor(root), []string{hidden})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(box.Src(), 0o755))
+	spec := box.Spec(box.Src(), []string{"PATH=/usr/bin:/bin"})
+	script := `cat ` + elsewhere + `/answer.go 2>/dev/null || echo no-answer;
+ls /var/lib /opt /root /run/user 2>/dev/null | wc -l;
+cat /proc/self/mountinfo; echo x > /dev/null && echo devnull-ok; (echo x > /etc/x) 2>/dev/null || echo etc-readonly; ls /usr/bin/sh >/dev/null && echo usr-ok`
+	cmd, err := spec.Command([]string{"sh", "-c", script}, nil)
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Run(), errOut.String())
+	got := out.String()
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	assert.Equal(t, "no-answer", lines[0])
+	assert.Equal(t, "0", lines[1], "nothing of /var/lib, /opt, /root, /run/user")
+	assert.NotContains(t, got, "roster-of-the-class", "mountinfo names no hidden path")
+	assert.NotContains(t, got, "another-students-work")
+	assert.Contains(t, got, "devnull-ok")
+	assert.Contains(t, got, "etc-readonly")
+	assert.Contains(t, got, "usr-ok")
+}

@@ -18,8 +18,9 @@ type Spec struct {
 	// Env is the command's whole environment: nothing of the caller's
 	// is inherited.
 	Env []string `json:"env"`
-	// Hide lists directories covered with an empty read-only tmpfs and
-	// files covered with /dev/null. Missing paths are skipped.
+	// Hide lists directories covered with an empty tmpfs and files
+	// covered with /dev/null, inside the sandbox's root (an allow-list:
+	// see systemDirs); paths it does not hold are skipped.
 	Hide []string `json:"hide,omitempty"`
 	// Scratch lists directories replaced by an empty writable tmpfs
 	// private to this sandbox (/tmp).
