@@ -60,9 +60,17 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 		return filepath.Join(append([]string{work, student, "clusters", "grade"}, parts...)...)
 	}
 
+	// A world-readable file that no deny-list names: outside the box's
+	// allow-list, it does not exist for the submission.
+	bait := filepath.Join("/opt", fmt.Sprintf("labctl-evil-bait-%d", os.Getpid()))
+	require.NoError(t, os.MkdirAll(bait, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(bait) })
+	require.NoError(t, os.WriteFile(filepath.Join(bait, "notes.txt"), []byte("anyone may read this\n"), 0o644))
+
 	// What the evil manager aims at, wherever the grader keeps it.
 	targets := map[string]any{
 		"read": []string{
+			filepath.Join(bait, "notes.txt"),
 			filepath.Join(home, ".kube", "config"),
 			filepath.Join(cache, "controlplane"),
 			filepath.Join(cache, "managers"),
@@ -88,6 +96,8 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 			home,
 		},
 		"kill": []int{os.Getpid()},
+		// Places whose very names the box must not learn.
+		"mounts": []string{subs[0].Dir, filepath.Join(work, "honest"), out},
 		// The grader's network: a TCP listener and an abstract unix
 		// socket (what dockerd's is) of this process.
 		"dial": []string{graderListener(t, "tcp", "127.0.0.1:0"), graderListener(t, "unix", fmt.Sprintf("@labctl-evil-test-%d", os.Getpid()))},
@@ -195,7 +205,7 @@ func TestEvilSubmissionCannotCheat(t *testing.T) {
 	}
 	t.Logf("%d attacks tried, all lines:\n%s", len(attempts), strings.Join(grep(log, "LABCTL-EVIL"), "\n"))
 	assert.Empty(t, succeeded, "attacks that worked")
-	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + 2 /* pids */ + 9
+	wantAttempts := len(targets["read"].([]string)) + len(targets["write"].([]string)) + len(targets["dial"].([]string)) + len(targets["mounts"].([]string)) + 2 /* pids */ + 9
 	assert.GreaterOrEqual(t, len(attempts), wantAttempts, "every attack ran")
 	require.Regexp(t, `LABCTL-EVIL running as uid (\d+)`, log)
 	assert.NotContains(t, log, "running as uid 0 ")
