@@ -386,3 +386,27 @@ func main() {}
 	assert.Equal(t, report.Fail, out.Status, out.Message)
 	assert.Contains(t, out.Message, "internal/controller/")
 }
+
+// equalsPath compares two values of one object, whatever they are.
+func TestEqualsPath(t *testing.T) {
+	same := labs.Assertion{Path: "status.conditions[type=Ready].observedGeneration", EqualsPath: "metadata.generation"}
+	obj := func(gen, observed any) *unstructured.Unstructured {
+		cond := map[string]any{"type": "Ready", "status": "True"}
+		if observed != nil {
+			cond["observedGeneration"] = observed
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"generation": gen},
+			"status":   map[string]any{"conditions": []any{cond}},
+		}}
+	}
+	ok, _ := EvalAssertions(obj(int64(3), int64(3)), []labs.Assertion{same})
+	assert.True(t, ok)
+	ok, obs := EvalAssertions(obj(int64(3), int64(2)), []labs.Assertion{same})
+	assert.False(t, ok)
+	assert.Equal(t, "status.conditions[type=Ready].observedGeneration = 2, metadata.generation = 3", obs)
+	ok, obs = EvalAssertions(obj(int64(3), nil), []labs.Assertion{same})
+	assert.False(t, ok)
+	assert.Contains(t, obs, "is not set")
+	assert.Equal(t, "status.conditions[type=Ready].observedGeneration = metadata.generation", DescribeAssertions([]labs.Assertion{same}))
+}

@@ -201,6 +201,15 @@ func evalAssertion(obj map[string]any, a labs.Assertion) (bool, string) {
 		if !found || !jsonEqual(v, want) {
 			return false, show()
 		}
+	case a.EqualsPath != "":
+		other, _ := labs.ParsePath(a.EqualsPath)
+		want, ok := lookup(obj, other)
+		if !found || !ok || !jsonEqual(v, want) {
+			if !ok {
+				return false, show() + ", " + a.EqualsPath + " is not set"
+			}
+			return false, fmt.Sprintf("%s, %s = %s", show(), a.EqualsPath, showValue(want))
+		}
 	case len(a.NotEquals) > 0:
 		var want any
 		_ = json.Unmarshal(a.NotEquals, &want)
@@ -352,6 +361,8 @@ func describeAssertion(a labs.Assertion) string {
 		return a.Path + " has " + showValue(want)
 	case len(a.NotEquals) > 0:
 		return a.Path + " ≠ " + string(a.NotEquals)
+	case a.EqualsPath != "":
+		return a.Path + " = " + a.EqualsPath
 	case a.In != nil:
 		vals := make([]string, len(a.In))
 		for i, v := range a.In {

@@ -406,13 +406,13 @@ func (l *Lab) validateProgress(e *Expect, at string, add func(string, ...any)) {
 
 func (a Assertion) validate() error {
 	n := 0
-	for _, set := range []bool{len(a.Equals) > 0, len(a.NotEquals) > 0, a.In != nil, a.Exists != nil, a.Matches != "", len(a.Has) > 0, a.Condition != nil} {
+	for _, set := range []bool{len(a.Equals) > 0, len(a.NotEquals) > 0, a.EqualsPath != "", a.In != nil, a.Exists != nil, a.Matches != "", len(a.Has) > 0, a.Condition != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("assertion %q: needs exactly one of equals, notEquals, in, exists, matches, has, condition", a.Path)
+		return fmt.Errorf("assertion %q: needs exactly one of equals, notEquals, equalsPath, in, exists, matches, has, condition", a.Path)
 	}
 	if len(a.Has) > 0 {
 		var partial any
@@ -437,6 +437,11 @@ func (a Assertion) validate() error {
 	}
 	if _, err := ParsePath(a.Path); err != nil {
 		return err
+	}
+	if a.EqualsPath != "" {
+		if _, err := ParsePath(a.EqualsPath); err != nil {
+			return fmt.Errorf("assertion %s: equalsPath: %w", a.Path, err)
+		}
 	}
 	if a.Matches != "" {
 		if _, err := regexp.Compile(a.MatchesPattern("ns")); err != nil {

@@ -350,7 +350,7 @@ func (e *Expect) Mode() string {
 
 // Assertion is one fact about an object. Path is dotted, with [key=value]
 // to pick a list item: status.conditions[type=Ready].reason. Exactly one of
-// Equals, NotEquals, In, Exists, Matches, Has, Condition is set.
+// Equals, NotEquals, EqualsPath, In, Exists, Matches, Has, Condition is set.
 type Assertion struct {
 	Path   string          `json:"path,omitempty"`
 	Equals json.RawMessage `json:"equals,omitempty"`
@@ -360,8 +360,12 @@ type Assertion struct {
 	// observed list, in any order; anything else is equal as JSON.
 	Has       json.RawMessage `json:"has,omitempty"`
 	NotEquals json.RawMessage `json:"notEquals,omitempty"`
-	In        []any           `json:"in,omitempty"`
-	Exists    *bool           `json:"exists,omitempty"`
+	// EqualsPath is another path of the same object whose value the one
+	// at Path must equal (status.conditions[type=Ready].observedGeneration
+	// equals metadata.generation, whatever the generation is).
+	EqualsPath string `json:"equalsPath,omitempty"`
+	In         []any  `json:"in,omitempty"`
+	Exists     *bool  `json:"exists,omitempty"`
 	// Matches is a regular expression the string at Path matches. In it,
 	// $(NAMESPACE) stands for the object's own namespace, matched
 	// literally: a run's namespace is fresh each time, and a value that

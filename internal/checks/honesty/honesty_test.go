@@ -242,6 +242,7 @@ var courseVariants = []struct{ name, lab string }{
 	{"always-patch-replicas", "lab-3.4"},
 	{"status-observed-generation-unset", "lab-4.1"},
 	{"ready-all-checks-passed", "lab-4.1"},
+	{"scaling-waiting-for-replicas", "lab-4.1"},
 	{"finalizer-before-deletion-check", "lab-4.2"},
 	{"cleanup-one-child-at-a-time", "lab-4.2"}, // any cleanup order
 	{"secret-map-func", "lab-4.3"},
