@@ -136,4 +136,7 @@ if [ -z "${BENCH_QUICK:-}" ]; then
   echo
   echo "go test -bench HTMLReport (report.html for 200 students):"
   go test -run '^$' -bench HTMLReport ./internal/report/ 2>&1 | grep -E 'Benchmark' || true
+  echo
+  echo "go test -bench PatternDifference (crd-schema's pattern.like, two DNS-name patterns):"
+  go test -run '^$' -bench PatternDifference ./internal/checks/ 2>&1 | grep -E 'Benchmark' || true
 fi

