@@ -31,20 +31,14 @@ import (
 // AuditEvent is the part of an audit.k8s.io/v1 Event the checks read
 // (policy level Metadata).
 type AuditEvent struct {
-	AuditID          string     `json:"auditID"`
-	Stage            string     `json:"stage"`
-	Verb             string     `json:"verb"`
-	RequestURI       string     `json:"requestURI"`
-	User             auditUser  `json:"user"`
-	ImpersonatedUser *auditUser `json:"impersonatedUser,omitempty"`
-	ObjectRef        *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		APIGroup    string `json:"apiGroup"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef,omitempty"`
-	ResponseStatus *struct {
+	AuditID          string          `json:"auditID"`
+	Stage            string          `json:"stage"`
+	Verb             string          `json:"verb"`
+	RequestURI       string          `json:"requestURI"`
+	User             auditUser       `json:"user"`
+	ImpersonatedUser *auditUser      `json:"impersonatedUser,omitempty"`
+	ObjectRef        *AuditObjectRef `json:"objectRef,omitempty"`
+	ResponseStatus   *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus,omitempty"`
 	// RequestObject is the request's body, for the requests the policy
@@ -52,6 +46,15 @@ type AuditEvent struct {
 	RequestObject            json.RawMessage `json:"requestObject,omitempty"`
 	RequestReceivedTimestamp time.Time       `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time       `json:"stageTimestamp"`
+}
+
+// AuditObjectRef is the object a request was about.
+type AuditObjectRef struct {
+	Resource    string `json:"resource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	APIGroup    string `json:"apiGroup"`
+	Subresource string `json:"subresource"`
 }
 
 type auditUser struct {
@@ -178,6 +181,20 @@ func parseAudit(rd io.Reader) ([]AuditEvent, error) {
 
 var errNoAudit = errors.New("no audit log")
 
+// auditSyncPrefix begins the name of the object syncAudit asks for.
+const auditSyncPrefix = "labctl-audit-sync-"
+
+// auditSyncUser is the user labctl's own requests are made as: the one
+// who asked for the last sync marker.
+func auditSyncUser(evs []AuditEvent) string {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if o := evs[i].ObjectRef; o != nil && strings.HasPrefix(o.Name, auditSyncPrefix) {
+			return evs[i].User.Username
+		}
+	}
+	return ""
+}
+
 // syncAudit makes sure every request made so far is in the audit log (the
 // API server writes it in batches) and returns the run's records: it sends
 // a request that is sure to be audited and reads until that one shows up.
@@ -186,7 +203,7 @@ func (c *Context) syncAudit(ctx context.Context) ([]AuditEvent, error) {
 	if env.AuditLog == nil {
 		return nil, errNoAudit
 	}
-	marker := "labctl-audit-sync-" + randomSuffix(8)
+	marker := auditSyncPrefix + randomSuffix(8)
 	_ = c.Client().Get(ctx, types.NamespacedName{Namespace: c.auditNamespace(), Name: marker}, &corev1.ConfigMap{})
 	bound := max(c.Timeout, 10*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, bound)

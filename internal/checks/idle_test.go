@@ -18,13 +18,7 @@ func TestIdleParamsDefaults(t *testing.T) {
 func TestTopWrites(t *testing.T) {
 	ev := func(verb, resource, name, sub string) *AuditEvent {
 		e := &AuditEvent{Verb: verb}
-		e.ObjectRef = &struct {
-			Resource    string `json:"resource"`
-			Namespace   string `json:"namespace"`
-			Name        string `json:"name"`
-			APIGroup    string `json:"apiGroup"`
-			Subresource string `json:"subresource"`
-		}{Resource: resource, Name: name, Subresource: sub}
+		e.ObjectRef = &AuditObjectRef{Resource: resource, Name: name, Subresource: sub}
 		return e
 	}
 	counts := map[string]int{}

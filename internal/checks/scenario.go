@@ -449,7 +449,9 @@ func (rec *recorder) States() []Observed {
 func isTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 
 // settle waits until an object has not changed for quiet (at most
-// timeout), watching it: the operator has then finished reacting to it.
+// timeout), watching it, and, where the audit log can be read, until
+// nothing else about it has been written for as long (stillBusy): the
+// operator has then finished reacting to it.
 func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name string, quiet, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -473,6 +475,11 @@ func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name 
 	for {
 		select {
 		case <-timer.C:
+			if more := r.stillBusy(ctx, name, quiet); more > 0 {
+				changes++
+				timer.Reset(more)
+				continue
+			}
 			return nil
 		case <-changed:
 			changes++
@@ -497,4 +504,46 @@ type neverQuiet struct {
 
 func (e *neverQuiet) Error() string {
 	return fmt.Sprintf("never unchanged for %s within %s (%d changes): the steps after it ran while the operator was still reacting", roundDur(e.quiet), roundDur(e.waited), e.changes)
+}
+
+// stillBusy is how much longer a settle must wait for what a watch of the
+// object cannot see: the operator's requests that change nothing visible
+// (an update with nothing new, a write refused with a conflict that it will
+// retry) and the writes to the object's children by anyone but labctl (a
+// StatefulSet's status as its pods start). Either may still wake the
+// operator after the object itself fell quiet, and a reconcile woken then
+// would answer the next provoked event for it. It reads the audit log; with
+// none it cannot tell and returns 0.
+func (r *run) stillBusy(ctx context.Context, name string, quiet time.Duration) time.Duration {
+	c := &Context{run: r, Timeout: quiet}
+	if c.Env().AuditLog == nil {
+		return 0
+	}
+	evs, err := c.syncAudit(ctx)
+	if err != nil {
+		return 0
+	}
+	self := auditSyncUser(evs)
+	var last time.Time
+	for i := range evs {
+		ev := &evs[i]
+		if !isWrite(ev.Verb) || ev.ObjectRef == nil || ev.ObjectRef.Namespace != r.ns || ev.By(self) {
+			continue
+		}
+		if relatedName(ev.ObjectRef.Name, name) && ev.RequestReceivedTimestamp.After(last) {
+			last = ev.RequestReceivedTimestamp
+		}
+	}
+	if last.IsZero() {
+		return 0
+	}
+	return quiet - time.Since(last)
+}
+
+// relatedName reports whether an object's name says it belongs to the
+// named one: itself, its children (test-db-credentials, test-db-0) and its
+// Events (test-db.17f…). Only a wait uses it, so a stranger with a like
+// name costs a little time, never a verdict.
+func relatedName(object, name string) bool {
+	return object == name || strings.HasPrefix(object, name+"-") || strings.HasPrefix(object, name+".")
 }

@@ -76,3 +76,20 @@ func TestExcuseAfterAStuckSignature(t *testing.T) {
 	assert.Equal(t, report.Pass, later[2].Status)
 	assert.Contains(t, later[0].Notes, "reported as a warning: backup/b stayed InProgress (course bug B32)")
 }
+
+// A settle counts the writes to an object's children and Events as its
+// own, and labctl's own requests as nobody's.
+func TestSettleReadsRelatedWrites(t *testing.T) {
+	for object, want := range map[string]bool{
+		"test-db": true, "test-db-credentials": true, "test-db-0": true, "test-db.17f3a": true,
+		"test-dbx": false, "other-db": false, "db-test-db": false,
+	} {
+		assert.Equal(t, want, relatedName(object, "test-db"), object)
+	}
+	evs := make([]AuditEvent, 3)
+	evs[0].User.Username = "system:admin"
+	evs[1].User.Username, evs[1].ObjectRef = "kubernetes-admin", &AuditObjectRef{Resource: "configmaps", Name: auditSyncPrefix + "abc"}
+	evs[2].User.Username = "system:serviceaccount:x:y"
+	assert.Equal(t, "kubernetes-admin", auditSyncUser(evs))
+	assert.Empty(t, auditSyncUser(evs[2:]))
+}
