@@ -66,7 +66,8 @@ var htmlWords = map[string]map[string]string{
 		"creditChecks": "checks: a task earns its points times the share of its checks that ran and passed (skipped ones do not count), nothing when a gate check failed",
 		"wallTime":     "wall time %s per submission", "cpu": "manager CPU time %s", "memory": "manager memory %d MiB", "jobs": "%d at a time",
 		"noLimits": "no CPU or memory limits", "between": "%s to %s", "started": "last run started %s",
-		"noScript":  "Click a column's heading to sort by it.",
+		"noScript": "Click a column's heading to sort by it, a cell to read why it lost points.",
+		"filter":   "Filter the class", "filterHint": "name, outcome or task: 4.2, build failed", "details": "details",
 		"oc-graded": "graded", "oc-build-failed": "build failed", "oc-deploy-failed": "deploy failed", "oc-timeout": "timed out", "oc-error": "not graded",
 	},
 	"ru": {
@@ -85,7 +86,8 @@ var htmlWords = map[string]map[string]string{
 		"creditChecks": "по проверкам: баллы задачи умножаются на долю пройденных среди запущенных проверок (пропущенные не учитываются); ноль, если не пройдена ключевая проверка",
 		"wallTime":     "время %s на решение", "cpu": "процессорное время менеджера %s", "memory": "память менеджера %d МиБ", "jobs": "по %d одновременно",
 		"noLimits": "без ограничений CPU и памяти", "between": "с %s по %s", "started": "последний запуск %s",
-		"noScript":  "Щёлкните заголовок столбца, чтобы отсортировать по нему.",
+		"noScript": "Щёлкните заголовок столбца, чтобы отсортировать по нему, ячейку — чтобы узнать, за что сняты баллы.",
+		"filter":   "Фильтр группы", "filterHint": "имя, итог или задача: 4.2, не собирается", "details": "подробности",
 		"oc-graded": "проверено", "oc-build-failed": "не собирается", "oc-deploy-failed": "не устанавливается", "oc-timeout": "превышено время", "oc-error": "не проверено",
 	},
 }
@@ -153,6 +155,9 @@ type htmlCell struct {
 	Level string // full, part, zero, none
 	Mark  string
 	Tip   string
+	// Link is the anchor of the task in the student's feedback, where it
+	// says which check failed and why (cells that lost points).
+	Link string
 }
 
 // htmlTaskStat is a task's line of the task table.
@@ -318,6 +323,9 @@ func newHTMLRow(words map[string]string, g *Gradebook, s *GradedSubmission, i in
 		default:
 			cell.Mark = "✗"
 		}
+		if cell.Level == "part" || cell.Level == "zero" {
+			cell.Link = taskAnchor(row.Anchor, t.ID)
+		}
 		cell.Tip = fmt.Sprintf("%s %s: %s / %d", t.ID, t.Title, cell.Text, t.Points)
 		if ok && ts.Checks > 0 {
 			cell.Tip += fmt.Sprintf(" (%d/%d %s)", ts.Passed, ts.Checks, words["checks"])
@@ -326,6 +334,9 @@ func newHTMLRow(words map[string]string, g *Gradebook, s *GradedSubmission, i in
 	}
 	return row
 }
+
+// taskAnchor is the id of a failed task's section in a student's feedback.
+func taskAnchor(student, task string) string { return student + "-" + task }
 
 // level sorts a score into full marks, partial credit, or nothing.
 func level(score, max float64) string {

@@ -124,6 +124,23 @@ func TestHTMLReportInChromium(t *testing.T) {
 	require.Equal(t, 1, strings.Count(dom, "<script"), "the page's own script is the only one")
 	requirePresent(t, dom, "&lt;img src=x onerror=alert(1)&gt;", "the name is shown as text")
 
+	// Feedback is folded; a cell's link unfolds the student's and lands on
+	// the task that lost points.
+	require.Zero(t, strings.Count(dom, `<details class="more" open`), "every feedback folded at first")
+	link := regexp.MustCompile(`<td class="num cell lvl-(?:part|zero)"[^>]*><a href="#([^"]+)">`).FindStringSubmatch(page)
+	require.NotNil(t, link, "a cell that lost points links to its task")
+	requirePresent(t, page, `id="`+link[1]+`"`, "the link's target")
+	dom = headless(t, bin, "--dump-dom", "file://"+file+"#"+link[1])
+	require.Equal(t, 1, strings.Count(dom, `<details class="more" open`), "the link unfolds that student's feedback only")
+
+	// The filter (prefilled from ?q=, as a bookmark would): a task's ID
+	// keeps the rows that lost points on it; a word keeps the rows that
+	// say it.
+	dom = headless(t, bin, "--dump-dom", "file://"+file+"?q=failed+4.2")
+	lost := len(regexp.MustCompile(`href="#s-[0-9]+-4\.2"`).FindAllString(page, -1))
+	require.NotZero(t, lost)
+	require.Equal(t, len(fixtureClass().Submissions)-lost, strings.Count(dom, `<tr hidden="">`), "only the rows that lost points on 4.2 stay")
+
 	// Were markup to get through, the policy still lets no script run but
 	// the page's own.
 	injected := strings.Replace(page, "<body>", `<body><script>document.title='pwned';document.body.dataset.pwned='script'</script>`+
