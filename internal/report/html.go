@@ -54,11 +54,13 @@ var htmlWords = map[string]map[string]string{
 		"classReport": "class report", "credit": "Credit", "limits": "Limits", "ran": "Graded",
 		"students": "students", "median": "median", "mean": "mean", "fullMarks": "full marks",
 		"class": "Class", "tasks": "Tasks", "distribution": "Distribution of totals", "feedback": "Feedback",
-		"problems": "Could not be graded", "problemsCard": "could not be graded",
-		"student": "Student", "total": "Total", "outcome": "Outcome", "hidden": "hidden", "passed": "Passed",
+		"problems": "Did not run to the end", "problemsCard": "not graded by labctl: re-run",
+		"failedRuns":   "The submission's fault: it does not build, deploy or finish in time. Scored: the tasks it did not reach earn nothing.",
+		"unjudgedRuns": "labctl's or the machine's fault: not scored and not counted. Re-run labctl grade for these submissions.",
+		"student":      "Student", "total": "Total", "outcome": "Outcome", "hidden": "hidden", "passed": "Passed",
 		"commonCheck": "Most common failing check", "reason": "Its most common reason", "message": "First error line",
 		"noFailures": "every scored submission passed", "noCheck": "no check ran (build or deploy failed)",
-		"shareOf": "of %d scored submissions", "notCounted": "%d submission(s) labctl could not grade are not counted.",
+		"shareOf":      "of %d scored submissions",
 		"nothingWrong": "Every submission was graded.", "toTable": "class table", "source": "source", "commit": "commit",
 		"students1": "student(s)", "times": "×", "count": "submissions",
 		"unknown": "unknown", "noRun": "not recorded (graded by an older labctl)",
@@ -74,11 +76,13 @@ var htmlWords = map[string]map[string]string{
 		"classReport": "отчёт по группе", "credit": "Оценивание", "limits": "Ограничения", "ran": "Проверено",
 		"students": "студентов", "median": "медиана", "mean": "среднее", "fullMarks": "полный балл",
 		"class": "Группа", "tasks": "Задачи", "distribution": "Распределение баллов", "feedback": "Отзывы",
-		"problems": "Не удалось проверить", "problemsCard": "не удалось проверить",
-		"student": "Студент", "total": "Итого", "outcome": "Итог проверки", "hidden": "скрыта", "passed": "Прошли",
+		"problems": "Не дошли до конца", "problemsCard": "не проверено labctl: перезапустить",
+		"failedRuns":   "По вине решения: не собирается, не устанавливается или не уложилось во время. Оценено: недостигнутые задачи баллов не приносят.",
+		"unjudgedRuns": "По вине labctl или машины: не оценено и не учитывается. Запустите labctl grade для этих решений ещё раз.",
+		"student":      "Студент", "total": "Итого", "outcome": "Итог проверки", "hidden": "скрыта", "passed": "Прошли",
 		"commonCheck": "Чаще всего не проходит", "reason": "Чаще всего потому, что", "message": "Первая строка ошибки",
 		"noFailures": "все оценённые решения прошли", "noCheck": "проверки не запускались (сборка или установка не удалась)",
-		"shareOf": "из %d оценённых решений", "notCounted": "Решения, которые labctl не смог проверить (%d), не учитываются.",
+		"shareOf":      "из %d оценённых решений",
 		"nothingWrong": "Все решения проверены.", "toTable": "к таблице", "source": "источник", "commit": "коммит",
 		"students1": "студ.", "times": "×", "count": "решений",
 		"unknown": "неизвестно", "noRun": "не записаны (проверено старой версией labctl)",
@@ -130,8 +134,11 @@ type htmlPage struct {
 	TaskStats []htmlTaskStat
 	ShareOf   string
 	Histogram htmlHistogram
-	Ungraded  []htmlRow
-	Feedback  []htmlFeedback
+	// Ungraded are the submissions that did not run to the end; Problems
+	// sorts them by whose fault it was.
+	Ungraded []htmlRow
+	Problems []htmlProblems
+	Feedback []htmlFeedback
 }
 
 // htmlRow is a student's row of the class table.
@@ -289,6 +296,7 @@ func newHTMLPage(g *Gradebook) *htmlPage {
 			Level: row.Level, Source: s.Source, Commit: s.Commit, OutcomeWord: row.OutcomeText, Notes: s.Notes,
 			When: htmlTime(s.Graded) + " · " + time.Duration(s.Duration).Round(time.Second).String()})
 	}
+	p.Problems = problemTables(words, p.Ungraded)
 	p.Scored = len(totals)
 	p.Median, p.Mean = "—", "—"
 	if len(totals) > 0 {
@@ -333,6 +341,35 @@ func newHTMLRow(words map[string]string, g *Gradebook, s *GradedSubmission, i in
 		row.Cells = append(row.Cells, cell)
 	}
 	return row
+}
+
+// htmlProblems is a table of submissions that did not run to the end,
+// with what it means for their scores.
+type htmlProblems struct {
+	Note string
+	Rows []htmlRow
+}
+
+// problemTables keeps the submission's faults (it does not build, deploy
+// or finish in time: scored) apart from labctl's or the machine's (not
+// counted: the instructor re-runs them).
+func problemTables(words map[string]string, ungraded []htmlRow) []htmlProblems {
+	theirs := htmlProblems{Note: words["failedRuns"]}
+	ours := htmlProblems{Note: words["unjudgedRuns"]}
+	for _, row := range ungraded {
+		if row.Outcome == OutcomeError {
+			ours.Rows = append(ours.Rows, row)
+		} else {
+			theirs.Rows = append(theirs.Rows, row)
+		}
+	}
+	var out []htmlProblems
+	for _, t := range []htmlProblems{theirs, ours} {
+		if len(t.Rows) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // taskAnchor is the id of a failed task's section in a student's feedback.
