@@ -267,24 +267,19 @@ func (p *auditWritesParams) Validate() error {
 }
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "audit-writes",
 		Doc:        "the operator changed an object with the wanted verb (PATCH, not PUT), from the API audit log",
 		Namespaced: true,
-		Params:     func() any { return &auditWritesParams{} },
-		Run:        runAuditWrites,
-	})
-	Register(Definition{
+	}, runAuditWrites))
+	Register(Typed(Definition{
 		Name:       "provoke-conflict",
 		Doc:        "write a StatefulSet between the operator's read and its update; the audit log must show a 409 followed by a successful retry",
 		Namespaced: true,
-		Params:     func() any { return &conflictParams{} },
-		Run:        runProvokeConflict,
-	})
+	}, runProvokeConflict))
 }
 
-func runAuditWrites(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*auditWritesParams)
+func runAuditWrites(ctx context.Context, c *Context, p *auditWritesParams) Outcome {
 	if out, ok := c.auditPreconditions(); !ok {
 		return out
 	}
@@ -418,8 +413,7 @@ const conflictPoll = 100 * time.Millisecond
 // object changed under it. The audit log then tells what happened. While
 // no conflict has shown up, spare images give the operator more updates to
 // race with.
-func runProvokeConflict(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*conflictParams)
+func runProvokeConflict(ctx context.Context, c *Context, p *conflictParams) Outcome {
 	if out, ok := c.auditPreconditions(); !ok {
 		return out
 	}

@@ -19,34 +19,26 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "ordered",
 		Doc:        "among recorded states, `then` reached its state only after `first` reached its own (etcd write order), and not earlier in time either",
 		Namespaced: true,
-		Params:     func() any { return &orderedParams{} },
-		Run:        runOrdered,
-	})
-	Register(Definition{
+	}, runOrdered))
+	Register(Typed(Definition{
 		Name:       "observed",
 		Doc:        "a recorded object was, at some point, in the given state",
 		Namespaced: true,
-		Params:     func() any { return &observedParams{} },
-		Run:        runObserved,
-	})
-	Register(Definition{
+	}, runObserved))
+	Register(Typed(Definition{
 		Name:       "leftovers",
 		Doc:        "nothing the operator made is left in the namespace (a StatefulSet's claims aside, which Kubernetes keeps by design)",
 		Namespaced: true,
-		Params:     func() any { return &leftoversParams{} },
-		Run:        runLeftovers,
-	})
-	Register(Definition{
+	}, runLeftovers))
+	Register(Typed(Definition{
 		Name:       "operator-made",
 		Doc:        "the namespace holds objects of the given kinds that the run did not apply itself: the operator made something for a cleanup to remove",
 		Namespaced: true,
-		Params:     func() any { return &leftoversParams{} },
-		Run:        runOperatorMade,
-	})
+	}, runOperatorMade))
 }
 
 type stateSpec struct {
@@ -92,8 +84,7 @@ func stateTime(o Observed, path string) (time.Time, bool) {
 	return t, err == nil
 }
 
-func runOrdered(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*orderedParams)
+func runOrdered(ctx context.Context, c *Context, p *orderedParams) Outcome {
 	first, err1 := c.HistorySince(ctx, p.First.Ref, p.First.Since)
 	then, err2 := c.HistorySince(ctx, p.Then.Ref, p.Then.Since)
 	if err := errors.Join(err1, err2); err != nil {
@@ -194,8 +185,7 @@ func (p *leftoversParams) Validate() error {
 	return nil
 }
 
-func runLeftovers(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*leftoversParams)
+func runLeftovers(ctx context.Context, c *Context, p *leftoversParams) Outcome {
 	var claimRE *regexp.Regexp
 	if p.KeepClaimsOf != "" {
 		if names := c.Created(p.KeepClaimsOf); len(names) > 0 {
@@ -310,8 +300,7 @@ func onlyFinalizer(u *unstructured.Unstructured, name string) bool {
 // runOperatorMade guards a cleanup: checks that things are gone pass
 // trivially for an operator that never made them, so the cleanup task
 // needs evidence that there was something to clean up.
-func runOperatorMade(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*leftoversParams)
+func runOperatorMade(ctx context.Context, c *Context, p *leftoversParams) Outcome {
 	var made []string
 	for _, kind := range p.Kinds {
 		gvr, err := c.Resolve(labs.Ref{Kind: kind, Name: "-"})
@@ -363,8 +352,7 @@ func (p *observedParams) Validate() error {
 	return nil
 }
 
-func runObserved(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*observedParams)
+func runObserved(ctx context.Context, c *Context, p *observedParams) Outcome {
 	states, err := c.HistorySince(ctx, p.Ref, p.Since)
 	if err != nil {
 		return errorf("%v", err)

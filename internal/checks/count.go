@@ -13,13 +13,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "count",
 		Doc:        "exactly N objects of a kind in the namespace are controlled by the owner (applying the same object again made no duplicates)",
 		Namespaced: true,
-		Params:     func() any { return &countParams{} },
-		Run:        runCount,
-	})
+	}, runCount))
 }
 
 type countParams struct {
@@ -37,8 +35,7 @@ func (p *countParams) Validate() error {
 	return nil
 }
 
-func runCount(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*countParams)
+func runCount(ctx context.Context, c *Context, p *countParams) Outcome {
 	ownerGVR, err := c.Resolve(p.Owner)
 	if err != nil {
 		return errorf("%v", err)

@@ -16,13 +16,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "deletion-began",
 		Doc:        "within the step's timeout, one of the objects is gone or being deleted (a cleanup started, in whatever order it deletes)",
 		Namespaced: true,
-		Params:     func() any { return &deletionBeganParams{} },
-		Run:        runDeletionBegan,
-	})
+	}, runDeletionBegan))
 }
 
 // deletionBeganParams names the children a cleanup deletes. Any one of
@@ -44,8 +42,7 @@ func (p *deletionBeganParams) Validate() error {
 // deletionPoll is how often the objects are read again.
 const deletionPoll = 100 * time.Millisecond
 
-func runDeletionBegan(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*deletionBeganParams)
+func runDeletionBegan(ctx context.Context, c *Context, p *deletionBeganParams) Outcome {
 	deadline := time.Now().Add(c.Timeout)
 	var names []string
 	for _, r := range p.Refs {
@@ -88,13 +85,11 @@ func runDeletionBegan(ctx context.Context, c *Context, params any) Outcome {
 }
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "cleanup-deleted",
 		Doc:        "within the step's timeout, every object is gone, deleted by the owner's cleanup; skipped when the owner never carried the cleanup's finalizer (then no cleanup ran, a defect of its own)",
 		Namespaced: true,
-		Params:     func() any { return &cleanupDeletedParams{} },
-		Run:        runCleanupDeleted,
-	})
+	}, runCleanupDeleted))
 }
 
 // cleanupDeletedParams: the objects a cleanup must have deleted while its
@@ -113,8 +108,7 @@ func (p *cleanupDeletedParams) Validate() error {
 	return nil
 }
 
-func runCleanupDeleted(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*cleanupDeletedParams)
+func runCleanupDeleted(ctx context.Context, c *Context, p *cleanupDeletedParams) Outcome {
 	states, err := c.History(ctx, p.Owner)
 	if err != nil {
 		return errorf("%v", err)

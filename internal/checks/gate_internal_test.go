@@ -18,11 +18,10 @@ type verdictParams struct {
 }
 
 func init() {
-	Register(Definition{Name: "test-verdict", Doc: "returns the status it is given (tests only)",
-		Params: func() any { return &verdictParams{} },
-		Run: func(_ context.Context, _ *Context, p any) Outcome {
-			return Outcome{Status: p.(*verdictParams).Status, Message: "as told"}
-		}})
+	Register(Typed(Definition{Name: "test-verdict", Doc: "returns the status it is given (tests only)"},
+		func(_ context.Context, _ *Context, p *verdictParams) Outcome {
+			return Outcome{Status: p.Status, Message: "as told"}
+		}))
 }
 
 func verdictStep(id, task string, status report.Result, gate bool) labs.Step {

@@ -11,14 +11,10 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name: "operator-idle",
 		Doc:  "with nothing to do, for the step's timeout, the operator neither burns CPU nor keeps writing to the API (no hot reconcile loop)",
-		Params: func() any {
-			return &idleParams{}
-		},
-		Run: runOperatorIdle,
-	})
+	}, runOperatorIdle))
 }
 
 // Defaults of idleParams: far above what an operator at rest uses (next to
@@ -60,8 +56,7 @@ func (p *idleParams) Validate() error {
 // (where labctl runs the manager as a process) and the operator's writes
 // in the audit log over the step's timeout; either is enough to judge, and
 // with neither readable here the check is skipped.
-func runOperatorIdle(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*idleParams)
+func runOperatorIdle(ctx context.Context, c *Context, p *idleParams) Outcome {
 	op := c.Operator()
 	if op == nil {
 		return skip("no operator deployed by labctl was found, so its load cannot be measured")

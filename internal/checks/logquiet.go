@@ -11,12 +11,10 @@ import (
 )
 
 func init() {
-	Register(Definition{
-		Name:   "log-never-mentions",
-		Doc:    "for the step's timeout, the operator's log since the run started has no line matching a pattern and naming an object (e.g. a reconcile error for an object that is gone)",
-		Params: func() any { return &logParams{} },
-		Run:    runLogNeverMentions,
-	})
+	Register(Typed(Definition{
+		Name: "log-never-mentions",
+		Doc:  "for the step's timeout, the operator's log since the run started has no line matching a pattern and naming an object (e.g. a reconcile error for an object that is gone)",
+	}, runLogNeverMentions))
 }
 
 // logQuietPoll is how often the log is read again while watching it.
@@ -26,8 +24,7 @@ const logQuietPoll = 200 * time.Millisecond
 // reading it once: what it looks for (a Reconcile that returns an error
 // for a deleted object, then its retries) comes a moment after the event
 // that provokes it.
-func runLogNeverMentions(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*logParams)
+func runLogNeverMentions(ctx context.Context, c *Context, p *logParams) Outcome {
 	if p.Controller != "" {
 		return errorf("log-never-mentions takes no controller")
 	}

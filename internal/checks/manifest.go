@@ -18,20 +18,14 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name: "apply-file",
 		Doc:  "a manifest of the project (the student's website-crd.yaml) applies to the cluster as kubectl apply -f would, and its CRDs become Established; skipped when the project has no such file (the student applied it by hand)",
-		Params: func() any {
-			return &applyFileParams{}
-		},
-		Run: runApplyFile,
-	})
-	Register(Definition{
-		Name:   "api-resource",
-		Doc:    "API discovery (kubectl api-resources, /apis/GROUP/VERSION) lists the resource, with its kind, scope and short names",
-		Params: func() any { return &apiResourceParams{} },
-		Run:    runAPIResource,
-	})
+	}, runApplyFile))
+	Register(Typed(Definition{
+		Name: "api-resource",
+		Doc:  "API discovery (kubectl api-resources, /apis/GROUP/VERSION) lists the resource, with its kind, scope and short names",
+	}, runAPIResource))
 }
 
 type applyFileParams struct {
@@ -46,8 +40,7 @@ func (p *applyFileParams) Validate() error {
 	return nil
 }
 
-func runApplyFile(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*applyFileParams)
+func runApplyFile(ctx context.Context, c *Context, p *applyFileParams) Outcome {
 	if c.ProjectDir() == "" {
 		return skip("no project directory to read %s from: the checks read what is in the cluster (kubectl apply -f %s)", p.File, p.File)
 	}
@@ -110,8 +103,7 @@ func (p *apiResourceParams) Validate() error {
 	return nil
 }
 
-func runAPIResource(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*apiResourceParams)
+func runAPIResource(_ context.Context, c *Context, p *apiResourceParams) Outcome {
 	dc, err := discovery.NewDiscoveryClientForConfig(c.Config())
 	if err != nil {
 		return errorf("discovery client: %v", err)

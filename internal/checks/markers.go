@@ -14,12 +14,10 @@ import (
 )
 
 func init() {
-	Register(Definition{
-		Name:   "rbac-marker",
-		Doc:    "the package of a reconciler (any file, as controller-gen reads it) has a +kubebuilder:rbac marker granting verbs on a resource",
-		Params: func() any { return &rbacMarkerParams{} },
-		Run:    runRBACMarker,
-	})
+	Register(Typed(Definition{
+		Name: "rbac-marker",
+		Doc:  "the package of a reconciler (any file, as controller-gen reads it) has a +kubebuilder:rbac marker granting verbs on a resource",
+	}, runRBACMarker))
 }
 
 type rbacMarkerParams struct {
@@ -90,8 +88,7 @@ func (m rbacMarker) grants(group, resource string, verbs []string) bool {
 // Reconcile. The check still reads markers rather than the ClusterRole: a
 // rule edited into config/rbac/role.yaml by hand is gone at the next make
 // manifests.
-func runRBACMarker(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*rbacMarkerParams)
+func runRBACMarker(_ context.Context, c *Context, p *rbacMarkerParams) Outcome {
 	proj, out, ok := c.project()
 	if !ok {
 		return out

@@ -11,13 +11,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "never",
 		Doc:        "no recorded state of an object (since a mark) satisfied all of the given assertions at once (an invariant: Ready is never True outside phase Ready)",
 		Namespaced: true,
-		Params:     func() any { return &neverParams{} },
-		Run:        runNever,
-	})
+	}, runNever))
 }
 
 // neverParams is an invariant over an object's recorded history: the
@@ -37,8 +35,7 @@ func (p *neverParams) Validate() error {
 	return nil
 }
 
-func runNever(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*neverParams)
+func runNever(ctx context.Context, c *Context, p *neverParams) Outcome {
 	states, err := c.HistorySince(ctx, p.Ref, p.Since)
 	if err != nil {
 		return errorf("%v", err)

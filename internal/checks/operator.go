@@ -23,18 +23,14 @@ func init() {
 		Doc:  "the operator did not restart or panic during the run (process or pod restarts, log scan)",
 		Run:  runOperatorHealth,
 	})
-	Register(Definition{
-		Name:   "controller-running",
-		Doc:    "the manager started the workers of the controller for a kind (its caches synced)",
-		Params: func() any { return &controllerParams{} },
-		Run:    runControllerRunning,
-	})
-	Register(Definition{
-		Name:   "log-mentions",
-		Doc:    "the operator's log since the run started has a line matching a pattern and naming an object",
-		Params: func() any { return &logParams{} },
-		Run:    runLogMentions,
-	})
+	Register(Typed(Definition{
+		Name: "controller-running",
+		Doc:  "the manager started the workers of the controller for a kind (its caches synced)",
+	}, runControllerRunning))
+	Register(Typed(Definition{
+		Name: "log-mentions",
+		Doc:  "the operator's log since the run started has a line matching a pattern and naming an object",
+	}, runLogMentions))
 	Register(Definition{
 		Name: "operator-current",
 		Doc:  "the running operator was built from the project's current sources (fingerprint recorded at deploy); a warning in verify, a failure in grade",
@@ -111,8 +107,7 @@ func (p *controllerParams) Validate() error {
 	return nil
 }
 
-func runControllerRunning(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*controllerParams)
+func runControllerRunning(ctx context.Context, c *Context, p *controllerParams) Outcome {
 	op := c.Operator()
 	if op == nil || op.Logs == nil {
 		return skip("the operator's log cannot be read here")
@@ -218,8 +213,7 @@ func (p *logParams) Validate() error {
 	return err
 }
 
-func runLogMentions(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*logParams)
+func runLogMentions(ctx context.Context, c *Context, p *logParams) Outcome {
 	log, ok, err := c.OperatorLog(ctx)
 	if !ok {
 		return skip("the operator's log cannot be read here")

@@ -13,13 +13,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "owned-by",
 		Doc:        "an object of a kind, owned by the given object, is in the given state (evidence that work was really done)",
 		Namespaced: true,
-		Params:     func() any { return &ownedParams{} },
-		Run:        runOwned,
-	})
+	}, runOwned))
 }
 
 // ownedParams: some object of Kind whose ownerReferences name Owner
@@ -38,8 +36,7 @@ func (p *ownedParams) Validate() error {
 	return nil
 }
 
-func runOwned(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*ownedParams)
+func runOwned(ctx context.Context, c *Context, p *ownedParams) Outcome {
 	ownerGVR, err := c.Resolve(p.Owner)
 	if err != nil {
 		return errorf("%v", err)

@@ -12,12 +12,10 @@ import (
 )
 
 func init() {
-	Register(Definition{
-		Name:   "owns-predicate",
-		Doc:    "the controller's Owns of a kind has builder.WithPredicates that lets an update through exactly when one of the given fields changes (lab 4.3: Generation, ReadyReplicas), judged by its logic however written",
-		Params: func() any { return &ownsPredicateParams{} },
-		Run:    runOwnsPredicate,
-	})
+	Register(Typed(Definition{
+		Name: "owns-predicate",
+		Doc:  "the controller's Owns of a kind has builder.WithPredicates that lets an update through exactly when one of the given fields changes (lab 4.3: Generation, ReadyReplicas), judged by its logic however written",
+	}, runOwnsPredicate))
 }
 
 type ownsPredicateParams struct {
@@ -35,8 +33,7 @@ func (p *ownsPredicateParams) Validate() error {
 	return nil
 }
 
-func runOwnsPredicate(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*ownsPredicateParams)
+func runOwnsPredicate(_ context.Context, c *Context, p *ownsPredicateParams) Outcome {
 	proj, out, ok := c.project()
 	if !ok {
 		return out

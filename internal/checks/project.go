@@ -16,12 +16,10 @@ import (
 )
 
 func init() {
-	Register(Definition{
-		Name:   "project",
-		Doc:    "the project was made by kubebuilder init with the domain and repository asked for (PROJECT and go.mod agree)",
-		Params: func() any { return &projectParams{} },
-		Run:    runProject,
-	})
+	Register(Typed(Definition{
+		Name: "project",
+		Doc:  "the project was made by kubebuilder init with the domain and repository asked for (PROJECT and go.mod agree)",
+	}, runProject))
 }
 
 type projectParams struct {
@@ -38,8 +36,7 @@ func (p *projectParams) Validate() error {
 	return nil
 }
 
-func runProject(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*projectParams)
+func runProject(_ context.Context, c *Context, p *projectParams) Outcome {
 	dir := c.ProjectDir()
 	if dir == "" {
 		return skip("no project directory to read (pass --project DIR)")

@@ -32,12 +32,10 @@ func (p *rbacParams) Validate() error {
 }
 
 func init() {
-	Register(Definition{
-		Name:   "rbac",
-		Doc:    "the operator's identity may do verbs on a resource (SubjectAccessReview)",
-		Params: func() any { return &rbacParams{} },
-		Run:    runRBAC,
-	})
+	Register(Typed(Definition{
+		Name: "rbac",
+		Doc:  "the operator's identity may do verbs on a resource (SubjectAccessReview)",
+	}, runRBAC))
 }
 
 // saGroups are the groups a ServiceAccount's requests carry.
@@ -49,8 +47,7 @@ func saGroups(identity string) []string {
 	return []string{"system:authenticated"}
 }
 
-func runRBAC(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*rbacParams)
+func runRBAC(ctx context.Context, c *Context, p *rbacParams) Outcome {
 	op := c.Operator()
 	if op == nil || op.Identity == "" {
 		return skip("the operator's identity is unknown (no operator deployed by labctl), so its permissions cannot be reviewed")

@@ -34,10 +34,20 @@ type Definition struct {
 	Namespaced bool
 	// Params returns a pointer to a fresh parameter struct; the YAML's
 	// `with` is decoded into it strictly. Nil: the check takes none. If the
-	// struct has a `Validate() error` method it is called.
+	// struct has a `Validate() error` method it is called. Typed sets it
+	// and Run for a check with parameters.
 	Params func() any
 	// Run does the check. It bounds its own waits by c.Timeout.
 	Run func(ctx context.Context, c *Context, params any) Outcome
+}
+
+// Typed completes a definition whose check takes parameters of type P:
+// each use decodes `with` into a fresh *P, and run gets it typed, so the
+// one type assertion is here rather than in every check.
+func Typed[P any](d Definition, run func(ctx context.Context, c *Context, p *P) Outcome) Definition {
+	d.Params = func() any { return new(P) }
+	d.Run = func(ctx context.Context, c *Context, p any) Outcome { return run(ctx, c, p.(*P)) }
+	return d
 }
 
 var registry = map[string]Definition{}

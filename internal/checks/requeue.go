@@ -21,12 +21,10 @@ const (
 )
 
 func init() {
-	Register(Definition{
-		Name:   "requeue-after",
-		Doc:    "on the way from Reconcile a result asks for a delayed requeue (ctrl.Result{RequeueAfter: ...}), not only an immediate one (Requeue: true)",
-		Params: func() any { return &requeueParams{} },
-		Run:    runRequeueAfter,
-	})
+	Register(Typed(Definition{
+		Name: "requeue-after",
+		Doc:  "on the way from Reconcile a result asks for a delayed requeue (ctrl.Result{RequeueAfter: ...}), not only an immediate one (Requeue: true)",
+	}, runRequeueAfter))
 }
 
 type requeueParams struct {
@@ -86,8 +84,7 @@ func (p *goProject) requeueSites() []requeueSite {
 	return out
 }
 
-func runRequeueAfter(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*requeueParams)
+func runRequeueAfter(_ context.Context, c *Context, p *requeueParams) Outcome {
 	proj, out, ok := c.project()
 	if !ok {
 		return out

@@ -33,31 +33,23 @@ import (
 )
 
 func init() {
-	Register(Definition{
-		Name:   "crd",
-		Doc:    "a CustomResourceDefinition is installed and established, with the scope, version and status subresource asked for",
-		Params: func() any { return &crdParams{} },
-		Run:    runCRD,
-	})
-	Register(Definition{
-		Name:   "crd-schema",
-		Doc:    "the installed CRD's schema has the fields (types, required, minimum, default, enum) and printer columns asked for",
-		Params: func() any { return &crdSchemaParams{} },
-		Run:    runCRDSchema,
-	})
-	Register(Definition{
+	Register(Typed(Definition{
+		Name: "crd",
+		Doc:  "a CustomResourceDefinition is installed and established, with the scope, version and status subresource asked for",
+	}, runCRD))
+	Register(Typed(Definition{
+		Name: "crd-schema",
+		Doc:  "the installed CRD's schema has the fields (types, required, minimum, default, enum) and printer columns asked for",
+	}, runCRDSchema))
+	Register(Typed(Definition{
 		Name:       "dry-run",
 		Doc:        "a server-side dry-run create is rejected (validation) or accepted with defaults applied",
 		Namespaced: true,
-		Params:     func() any { return &dryRunParams{} },
-		Run:        runDryRun,
-	})
-	Register(Definition{
-		Name:   "crd-matches-types",
-		Doc:    "the installed CRD has every field the project's Go types declare (make manifests and make install were run after the last change)",
-		Params: func() any { return &crdTypesParams{} },
-		Run:    runCRDMatchesTypes,
-	})
+	}, runDryRun))
+	Register(Typed(Definition{
+		Name: "crd-matches-types",
+		Doc:  "the installed CRD has every field the project's Go types declare (make manifests and make install were run after the last change)",
+	}, runCRDMatchesTypes))
 }
 
 type crdParams struct {
@@ -105,8 +97,7 @@ func crdVersion(crd *apiextensionsv1.CustomResourceDefinition, version string) *
 	return nil
 }
 
-func runCRD(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*crdParams)
+func runCRD(ctx context.Context, c *Context, p *crdParams) Outcome {
 	crd, _, out, ok := getCRD(ctx, c, p.Name)
 	if !ok {
 		return out
@@ -473,8 +464,7 @@ func schemaAt(root *apiextensionsv1.JSONSchemaProps, path string) (node, parent 
 	return node, parent
 }
 
-func runCRDSchema(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*crdSchemaParams)
+func runCRDSchema(ctx context.Context, c *Context, p *crdSchemaParams) Outcome {
 	crd, _, out, ok := getCRD(ctx, c, p.Name)
 	if !ok {
 		return out
@@ -645,8 +635,7 @@ func (p *dryRunParams) Validate() error {
 	return nil
 }
 
-func runDryRun(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*dryRunParams)
+func runDryRun(ctx context.Context, c *Context, p *dryRunParams) Outcome {
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(p.Object)}
 	obj.SetNamespace(c.Namespace())
 	gvk := obj.GroupVersionKind()
@@ -701,8 +690,7 @@ func (p *crdTypesParams) Validate() error {
 	return nil
 }
 
-func runCRDMatchesTypes(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*crdTypesParams)
+func runCRDMatchesTypes(ctx context.Context, c *Context, p *crdTypesParams) Outcome {
 	if c.ProjectDir() == "" {
 		return skip("no project directory to compare the CRD with (pass --project)")
 	}

@@ -11,13 +11,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "sequence",
 		Doc:        "a recorded object passed through the given states in this order (others may come between, as fast as they like)",
 		Namespaced: true,
-		Params:     func() any { return &sequenceParams{} },
-		Run:        runSequence,
-	})
+	}, runSequence))
 }
 
 type sequenceParams struct {
@@ -40,8 +38,7 @@ func (p *sequenceParams) Validate() error {
 	return nil
 }
 
-func runSequence(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*sequenceParams)
+func runSequence(ctx context.Context, c *Context, p *sequenceParams) Outcome {
 	states, err := c.HistorySince(ctx, p.Ref, p.Since)
 	if err != nil {
 		return errorf("%v", err)

@@ -284,30 +284,22 @@ func (c *Context) project() (*goProject, Outcome, bool) {
 }
 
 func init() {
-	Register(Definition{
-		Name:   "list-with-option",
-		Doc:    "a function lists the given list type with the given client list options",
-		Params: func() any { return &listOptionParams{} },
-		Run:    runListWithOption,
-	})
-	Register(Definition{
-		Name:   "conflict-retry",
-		Doc:    "an update is retried on conflict (retry.RetryOnConflict, or a loop on errors.IsConflict) re-reading the object; mode reconcile-path: and it is used on the way from Reconcile",
-		Params: func() any { return &conflictRetryParams{} },
-		Run:    runConflictRetry,
-	})
-	Register(Definition{
-		Name:   "field-index",
-		Doc:    "every client.MatchingFields key (by value, however spelled) has an index registered with IndexField; with field: an index on the list's object whose extractor reads the field, queried under its key",
-		Params: func() any { return &fieldIndexParams{} },
-		Run:    runFieldIndex,
-	})
-	Register(Definition{
-		Name:   "scaffold",
-		Doc:    "PROJECT lists the resource and the scaffolded files exist",
-		Params: func() any { return &scaffoldParams{} },
-		Run:    runScaffold,
-	})
+	Register(Typed(Definition{
+		Name: "list-with-option",
+		Doc:  "a function lists the given list type with the given client list options",
+	}, runListWithOption))
+	Register(Typed(Definition{
+		Name: "conflict-retry",
+		Doc:  "an update is retried on conflict (retry.RetryOnConflict, or a loop on errors.IsConflict) re-reading the object; mode reconcile-path: and it is used on the way from Reconcile",
+	}, runConflictRetry))
+	Register(Typed(Definition{
+		Name: "field-index",
+		Doc:  "every client.MatchingFields key (by value, however spelled) has an index registered with IndexField; with field: an index on the list's object whose extractor reads the field, queried under its key",
+	}, runFieldIndex))
+	Register(Typed(Definition{
+		Name: "scaffold",
+		Doc:  "PROJECT lists the resource and the scaffolded files exist",
+	}, runScaffold))
 }
 
 type listOptionParams struct {
@@ -434,8 +426,7 @@ func optionsAssignedTo(fn *goFunc, name string) []string {
 	return out
 }
 
-func runListWithOption(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*listOptionParams)
+func runListWithOption(_ context.Context, c *Context, p *listOptionParams) Outcome {
 	proj, out, ok := c.project()
 	if !ok {
 		return out
@@ -560,8 +551,7 @@ func callsMethod(n ast.Node, name string) bool {
 	return found
 }
 
-func runConflictRetry(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*conflictRetryParams)
+func runConflictRetry(_ context.Context, c *Context, p *conflictRetryParams) Outcome {
 	proj, out, ok := c.project()
 	if !ok {
 		return out
@@ -626,8 +616,7 @@ func (p *scaffoldParams) Validate() error {
 	return nil
 }
 
-func runScaffold(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*scaffoldParams)
+func runScaffold(_ context.Context, c *Context, p *scaffoldParams) Outcome {
 	dir := c.ProjectDir()
 	if dir == "" {
 		return skip("no project directory to read (pass --project DIR)")

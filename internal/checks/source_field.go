@@ -121,8 +121,7 @@ func selects(n ast.Node, jsonName string) bool {
 	return found
 }
 
-func runFieldIndex(_ context.Context, c *Context, params any) Outcome {
-	p := params.(*fieldIndexParams)
+func runFieldIndex(_ context.Context, c *Context, p *fieldIndexParams) Outcome {
 	proj, out, ok := c.project()
 	if !ok {
 		return out

@@ -18,13 +18,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "table",
 		Doc:        "`kubectl get KIND` shows the columns asked for (the API server's Table view, printer columns included) and, per named object, the cells asked for",
 		Namespaced: true,
-		Params:     func() any { return &tableParams{} },
-		Run:        runTable,
-	})
+	}, runTable))
 }
 
 type tableParams struct {
@@ -47,8 +45,7 @@ func (p *tableParams) Validate() error {
 // CRD's additionalPrinterColumns), not the objects.
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
-func runTable(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*tableParams)
+func runTable(ctx context.Context, c *Context, p *tableParams) Outcome {
 	gvr, err := c.Resolve(labs.Ref{Kind: p.Kind})
 	if err != nil {
 		return errorf("the cluster does not serve %s (is its CRD installed?)", p.Kind)

@@ -11,13 +11,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "transition-times",
 		Doc:        "in every recorded state of an object, each given condition's lastTransitionTime moved only when its status changed (meta.SetStatusCondition keeps it; a condition rebuilt with metav1.Now() on every pass moves it)",
 		Namespaced: true,
-		Params:     func() any { return &transitionParams{} },
-		Run:        runTransitionTimes,
-	})
+	}, runTransitionTimes))
 }
 
 // transitionParams name the object and its condition types to judge.
@@ -33,8 +31,7 @@ func (p *transitionParams) Validate() error {
 	return nil
 }
 
-func runTransitionTimes(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*transitionParams)
+func runTransitionTimes(ctx context.Context, c *Context, p *transitionParams) Outcome {
 	states, err := c.History(ctx, p.Ref)
 	if err != nil {
 		return errorf("%v", err)

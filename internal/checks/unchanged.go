@@ -11,13 +11,11 @@ import (
 )
 
 func init() {
-	Register(Definition{
+	Register(Typed(Definition{
 		Name:       "unchanged",
 		Doc:        "a recorded object's field, once set, never took another value (a generated password is not regenerated on every reconcile)",
 		Namespaced: true,
-		Params:     func() any { return &unchangedParams{} },
-		Run:        runUnchanged,
-	})
+	}, runUnchanged))
 }
 
 type unchangedParams struct {
@@ -35,8 +33,7 @@ func (p *unchangedParams) Validate() error {
 	return err
 }
 
-func runUnchanged(ctx context.Context, c *Context, params any) Outcome {
-	p := params.(*unchangedParams)
+func runUnchanged(ctx context.Context, c *Context, p *unchangedParams) Outcome {
 	states, err := c.History(ctx, p.Ref)
 	if err != nil {
 		return errorf("%v", err)
