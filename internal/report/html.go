@@ -52,7 +52,7 @@ var htmlCSP = func() string {
 var htmlWords = map[string]map[string]string{
 	"en": {
 		"classReport": "class report", "credit": "Credit", "limits": "Limits", "ran": "Graded",
-		"students": "students", "median": "median", "mean": "mean", "fullMarks": "full marks",
+		"students": "students", "median": "median", "mean": "mean", "min": "min", "max": "max", "q1": "Q1", "q3": "Q3", "fullMarks": "full marks",
 		"class": "Class", "tasks": "Tasks", "distribution": "Distribution of totals", "feedback": "Feedback",
 		"problems": "Did not run to the end", "problemsCard": "not graded by labctl: re-run",
 		"failedRuns":   "The submission's fault: it does not build, deploy or finish in time. Scored: the tasks it did not reach earn nothing.",
@@ -74,7 +74,7 @@ var htmlWords = map[string]map[string]string{
 	},
 	"ru": {
 		"classReport": "отчёт по группе", "credit": "Оценивание", "limits": "Ограничения", "ran": "Проверено",
-		"students": "студентов", "median": "медиана", "mean": "среднее", "fullMarks": "полный балл",
+		"students": "студентов", "median": "медиана", "mean": "среднее", "min": "мин.", "max": "макс.", "q1": "Q1", "q3": "Q3", "fullMarks": "полный балл",
 		"class": "Группа", "tasks": "Задачи", "distribution": "Распределение баллов", "feedback": "Отзывы",
 		"problems": "Не дошли до конца", "problemsCard": "не проверено labctl: перезапустить",
 		"failedRuns":   "По вине решения: не собирается, не устанавливается или не уложилось во время. Оценено: недостигнутые задачи баллов не приносят.",
@@ -127,6 +127,8 @@ type htmlPage struct {
 
 	Students, Scored, NotGraded, FullMarks int
 	Median, Mean                           string
+	// Spread is the five-number summary of the totals: min, quartiles, max.
+	Spread string
 
 	Tasks     []GradeTask
 	Rows      []htmlRow
@@ -301,6 +303,7 @@ func newHTMLPage(g *Gradebook) *htmlPage {
 	p.Median, p.Mean = "—", "—"
 	if len(totals) > 0 {
 		p.Median, p.Mean = FormatPoints(median(totals)), FormatPoints(mean(totals))
+		p.Spread = spread(words, totals)
 	}
 	p.ShareOf = fmt.Sprintf(words["shareOf"], p.Scored)
 	p.TaskStats = taskStats(g)
@@ -462,6 +465,30 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// quantile is the q-quantile of sorted values, interpolated between the
+// two nearest (the way spreadsheets compute it; q=0.5 is the median).
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// spread reads "min 0 · Q1 25 · median 30 · Q3 40 · max 45".
+func spread(words map[string]string, totals []float64) string {
+	s := slices.Sorted(slices.Values(totals))
+	var parts []string
+	for _, q := range []struct {
+		word string
+		at   float64
+	}{{"min", 0}, {"q1", 0.25}, {"median", 0.5}, {"q3", 0.75}, {"max", 1}} {
+		parts = append(parts, words[q.word]+" "+FormatPoints(math.Round(10*quantile(s, q.at))/10))
+	}
+	return strings.Join(parts, " · ")
 }
 
 func mean(xs []float64) float64 {

@@ -38,6 +38,12 @@ func TestHTMLReportGolden(t *testing.T) {
 	require.Equal(t, string(want), got, "report.html differs from %s (rerun with -update if the change is intended)", golden)
 }
 
+// The spread of totals is the five-number summary, quartiles interpolated:
+// the fixture's twelve scored totals are 0 0 5 25 25 30 30 30 30 40 40 45.
+func TestHTMLReportSpread(t *testing.T) {
+	require.Contains(t, renderHTML(t, fixtureClass()), "12 submissions · min 0 · Q1 20 · median 30 · Q3 32.5 · max 45")
+}
+
 // TestHTMLReportEscapesSubmissions: nothing a submission wrote reaches the
 // page as markup.
 func TestHTMLReportEscapesSubmissions(t *testing.T) {
