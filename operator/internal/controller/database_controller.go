@@ -193,16 +193,22 @@ func (r *DatabaseReconciler) reconcileWithStateMachine(ctx context.Context, db *
 		notReady(databasev1.ReasonCreating, "Waiting for replicas: "+readyMsg())
 
 	default: // Deploying, Verifying, Ready, or a phase this operator does not know
-		if !stsExists {
+		created := false
+		if stsExists {
+			if created, err = r.reconcileChildren(ctx, db, &sts); err != nil {
+				return r.fail(ctx, base, db, reasonOf(err), err)
+			}
+		}
+		// Missing, or deleted between this pass's two reads of it (the cache
+		// saw the delete meanwhile and reconcileChildren made a new one):
+		// either way it was lost, and the machine starts again.
+		if !stsExists || created {
 			log.Info("StatefulSet missing, provisioning it again")
 			db.Status.Phase = databasev1.DatabasePhaseProvisioning
 			db.Status.Ready = false
 			r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionTrue, databasev1.ReasonProvisioning, "StatefulSet "+db.Name+" is missing")
 			r.setCondition(db, databasev1.ConditionReady, metav1.ConditionFalse, databasev1.ReasonStatefulSetMissing, "StatefulSet "+db.Name+" is missing")
 			break
-		}
-		if err := r.reconcileChildren(ctx, db, &sts); err != nil {
-			return r.fail(ctx, base, db, reasonOf(err), err)
 		}
 		allReady := sts.Status.ReadyReplicas == desired
 		switch {
@@ -259,20 +265,21 @@ func reasonOf(err error) string {
 }
 
 // reconcileChildren makes the Secret, the StatefulSet and the Service match
-// the spec, and returns the StatefulSet as it now is.
-func (r *DatabaseReconciler) reconcileChildren(ctx context.Context, db *databasev1.Database, sts **appsv1.StatefulSet) error {
+// the spec, and returns the StatefulSet as it now is and whether it had to
+// be created.
+func (r *DatabaseReconciler) reconcileChildren(ctx context.Context, db *databasev1.Database, sts **appsv1.StatefulSet) (stsCreated bool, err error) {
 	if err := r.reconcileSecret(ctx, db); err != nil {
-		return &childError{databasev1.ReasonSecretCreationFailed, err}
+		return false, &childError{databasev1.ReasonSecretCreationFailed, err}
 	}
-	got, _, err := r.reconcileStatefulSet(ctx, db)
+	got, stsCreated, err := r.reconcileStatefulSet(ctx, db)
 	if err != nil {
-		return &childError{databasev1.ReasonStatefulSetCreationFailed, err}
+		return false, &childError{databasev1.ReasonStatefulSetCreationFailed, err}
 	}
 	*sts = got
 	if err := r.reconcileService(ctx, db); err != nil {
-		return &childError{databasev1.ReasonServiceCreationFailed, err}
+		return stsCreated, &childError{databasev1.ReasonServiceCreationFailed, err}
 	}
-	return nil
+	return stsCreated, nil
 }
 
 // fail records a failure to create or update a child and returns the error, so
