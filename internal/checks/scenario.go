@@ -475,7 +475,13 @@ func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name 
 	for {
 		select {
 		case <-timer.C:
-			if more := r.stillBusy(ctx, name, quiet); more > 0 {
+			more := r.stillBusy(ctx, name, quiet)
+			// Reading the audit log may outlast the deadline; quiet then is
+			// not proven, however little the read returned.
+			if ctx.Err() != nil {
+				return settleEnded(ctx, quiet, start, changes)
+			}
+			if more > 0 {
 				changes++
 				timer.Reset(more)
 				continue
@@ -488,10 +494,7 @@ func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name 
 			}
 			timer.Reset(quiet)
 		case <-ctx.Done():
-			if ctx.Err() == context.DeadlineExceeded {
-				return &neverQuiet{quiet: quiet, waited: time.Since(start), changes: changes}
-			}
-			return ctx.Err()
+			return settleEnded(ctx, quiet, start, changes)
 		}
 	}
 }
@@ -504,6 +507,15 @@ type neverQuiet struct {
 
 func (e *neverQuiet) Error() string {
 	return fmt.Sprintf("never unchanged for %s within %s (%d changes): the steps after it ran while the operator was still reacting", roundDur(e.quiet), roundDur(e.waited), e.changes)
+}
+
+// settleEnded is why a settle stopped before quiet: its deadline (the
+// object never went quiet) or the caller's cancellation.
+func settleEnded(ctx context.Context, quiet time.Duration, start time.Time, changes int) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return &neverQuiet{quiet: quiet, waited: time.Since(start), changes: changes}
+	}
+	return ctx.Err()
 }
 
 // stillBusy is how much longer a settle must wait for what a watch of the

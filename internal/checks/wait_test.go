@@ -93,3 +93,19 @@ func TestSettleReadsRelatedWrites(t *testing.T) {
 	assert.Equal(t, "kubernetes-admin", auditSyncUser(evs))
 	assert.Empty(t, auditSyncUser(evs[2:]))
 }
+
+// A settle whose deadline passed, even while it read the audit log after
+// the object fell quiet, never got quiet; a cancelled one says so.
+func TestSettleEndedAtItsDeadlineIsNeverQuiet(t *testing.T) {
+	start := time.Now().Add(-3 * time.Second)
+	late, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	var nq *neverQuiet
+	assert.ErrorAs(t, settleEnded(late, time.Second, start, 2), &nq)
+	assert.Equal(t, 2, nq.changes)
+	assert.GreaterOrEqual(t, nq.waited, 3*time.Second)
+
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	assert.ErrorIs(t, settleEnded(stopped, time.Second, start, 0), context.Canceled)
+}
