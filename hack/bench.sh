@@ -123,20 +123,31 @@ for r in "${rows[@]}"; do IFS='|' read -r a b c <<<"$r"; printf '| %s | %s | %s 
 
 # Grading: ten fixture submissions end to end (warm caches), and verify as a
 # Go benchmark (average and worst of 3 runs against the reference).
+# gobench prints a benchmark's result lines; when one fails it keeps why
+# (the failure's own lines), not just that it did.
+gobench() {
+  local pattern=$1 pkg=$2 extra=$3 out=$work/bench-$RANDOM.log
+  go test -run '^$' -bench "$pattern" $extra "$pkg" >"$out" 2>&1 || true
+  grep -E 'Benchmark|s/submission' "$out" || true
+  if grep -qE '^(--- FAIL|FAIL|panic:)' "$out"; then
+    echo "  failed; its output:"
+    grep -vE '^(goos|goarch|pkg|cpu):' "$out" | sed 's/^/    /' | tail -60
+  fi
+}
 if [ -z "${BENCH_QUICK:-}" ]; then
   echo
   echo "go test -bench GradeClass (10 submissions):"
-  go test -run '^$' -bench GradeClass -benchtime 1x ./internal/grade/ 2>&1 | grep -E 'Benchmark|s/submission' || true
+  gobench GradeClass ./internal/grade/ '-benchtime 1x'
   echo
   echo "go test -bench Verify (reference, local provider):"
-  go test -run '^$' -bench Verify -benchtime 3x ./internal/checks/honesty/ 2>&1 | grep -E 'Benchmark' || true
+  gobench Verify ./internal/checks/honesty/ '-benchtime 3x'
   echo
   echo "go test -bench SandboxSetup (one submission's box: private copy, overlay, namespaces):"
-  go test -run '^$' -bench SandboxSetup ./internal/sandbox/ 2>&1 | grep -E 'Benchmark' || true
+  gobench SandboxSetup ./internal/sandbox/ ''
   echo
   echo "go test -bench HTMLReport (report.html for 200 students):"
-  go test -run '^$' -bench HTMLReport ./internal/report/ 2>&1 | grep -E 'Benchmark' || true
+  gobench HTMLReport ./internal/report/ ''
   echo
   echo "go test -bench PatternDifference (crd-schema's pattern.like, two DNS-name patterns):"
-  go test -run '^$' -bench PatternDifference ./internal/checks/ 2>&1 | grep -E 'Benchmark' || true
+  gobench PatternDifference ./internal/checks/ ''
 fi
