@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -24,12 +23,12 @@ import (
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
-	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/policy"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/runguard"
 	"github.com/labctl/labctl/internal/userr"
+	labverify "github.com/labctl/labctl/internal/verify"
 	labsfs "github.com/labctl/labctl/labs"
 )
 
@@ -55,16 +54,11 @@ type Options struct {
 	// Labs loads the lab definitions (the embedded ones by default).
 	Labs func() ([]*labs.Lab, error)
 	// FindOperator finds the operator running in the cluster; the default
-	// is FindOperator.
-	FindOperator OperatorFinder
+	// is labverify.FindOperatorFor the lab's reference project.
+	FindOperator labverify.Finder
 	// Getenv reads the environment (LANG); os.Getenv by default.
 	Getenv func(string) string
 }
-
-// OperatorFinder finds the operator under test in a cluster. projectDir is
-// --project ("" when not given), which names the operator's Deployment on
-// clusters where it runs in-cluster.
-type OperatorFinder func(ctx context.Context, c *cluster.Cluster, projectDir string) (*operator.Operator, error)
 
 // NewCommand returns the verify command; runF replaces the work in tests of
 // flag parsing.
@@ -180,11 +174,8 @@ func Run(ctx context.Context, o *Options) error {
 		if err != nil {
 			return err
 		}
-		// A lab without an operator (1.4) reads plain files, no kubebuilder
-		// project.
-		if ref.Operator && !isProject(abs) {
-			return userr.Usage(fmt.Sprintf("%s is not a kubebuilder project (it has no PROJECT or no go.mod)", abs),
-				"point --project at the directory where you ran `kubebuilder init`")
+		if err := labverify.CheckProject(abs, ref); err != nil {
+			return userr.Usage(err.Error(), "point --project at the directory where you ran `kubebuilder init`")
 		}
 		project = abs
 	}
@@ -200,37 +191,14 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	runguard.CleanStaleNamespaces(ctx, c)
-	find := o.FindOperator
-	if find == nil {
-		find = FindOperatorFor(ref.Name)
+	wd, _ := os.Getwd()
+	target, err := labverify.Resolve(ctx, labverify.Request{Cluster: c, Reference: ref, Project: project, WorkDir: wd, Find: o.FindOperator})
+	if err != nil {
+		return err
 	}
-	var op *operator.Operator
-	if ref.Operator {
-		if op, err = find(ctx, c, project); err != nil {
-			return err
-		}
-		if op != nil && op.ProjectName != "" {
-			if other, ok := reference.ByProjectName(op.ProjectName); ok && other.Name != ref.Name {
-				fmt.Fprintf(s.ErrOut, "warning: the operator running is %s, but %s builds on %s: run `labctl up --lab %s` (or --project with your project) first\n",
-					op.ProjectName, lab.ID, ref.ProjectName, lab.ID)
-			}
-		}
-	} else if project == "" {
-		// Lab 1.4 has no operator and no kubebuilder project: its files
-		// (website-crd.yaml) are in the current directory, if anywhere.
-		if wd, err := os.Getwd(); err == nil {
-			project = wd
-		}
-	}
-	if project == "" && op != nil && op.ProjectDir != "" {
-		if st, err := os.Stat(op.ProjectDir); err == nil && st.IsDir() {
-			project = op.ProjectDir
-		}
-	}
-	if project == "" {
-		if wd, err := os.Getwd(); err == nil && isProject(wd) {
-			project = wd
-		}
+	if target.OtherProject != "" {
+		fmt.Fprintf(s.ErrOut, "warning: the operator running is %s, but %s builds on %s: run `labctl up --lab %s` (or --project with your project) first\n",
+			target.OtherProject, lab.ID, ref.ProjectName, lab.ID)
 	}
 
 	ns := checks.NamespaceName(lab.ID)
@@ -249,8 +217,8 @@ func Run(ctx context.Context, o *Options) error {
 	rep, err := checks.Run(ctx, checks.Options{
 		Lab:        lab,
 		Cluster:    c,
-		Operator:   op,
-		ProjectDir: project,
+		Operator:   target.Operator,
+		ProjectDir: target.Project,
 		Lang:       lang,
 		Tasks:      o.Tasks,
 		Keep:       o.Keep,
@@ -325,36 +293,4 @@ func write(s *iostreams.IOStreams, lab *labs.Lab, rep *report.Report, format str
 		return err
 	}
 	return classroom.Write(s.Out, lab, rep, credit)
-}
-
-// FindOperator finds the operator under test of the Database labs; see
-// FindOperatorFor.
-func FindOperator(ctx context.Context, c *cluster.Cluster, projectDir string) (*operator.Operator, error) {
-	return FindOperatorFor("")(ctx, c, projectDir)
-}
-
-// FindOperatorFor finds the operator under test of a lab built on the
-// reference project ref, the way the cluster runs operators: where it
-// cannot tell which project runs (a Deployment), it looks for the one of
-// --project, the current directory, or the reference project, which
-// shares its names with the course's project.
-func FindOperatorFor(ref string) OperatorFinder {
-	return func(ctx context.Context, c *cluster.Cluster, projectDir string) (*operator.Operator, error) {
-		if projectDir == "" {
-			if wd, err := os.Getwd(); err == nil && isProject(wd) {
-				projectDir = wd
-			}
-		}
-		return c.CurrentOperator(ctx, projectDir, ref)
-	}
-}
-
-// isProject reports whether dir looks like a kubebuilder project.
-func isProject(dir string) bool {
-	for _, f := range []string{"PROJECT", "go.mod"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return false
-		}
-	}
-	return true
 }
