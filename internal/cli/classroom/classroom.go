@@ -21,7 +21,6 @@ import (
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/policy"
 	"github.com/labctl/labctl/internal/userr"
-	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Options are the flags of `labctl classroom init`.
@@ -73,7 +72,7 @@ An existing workflow is not replaced unless --force.`,
   labctl classroom init lab-8.2 --lang ru --credit checks --policy fall-2026.yaml`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			all, _ := labs.Load(labsfs.FS)
+			all, _ := f.Labs()
 			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -121,11 +120,11 @@ runs it when labctl up fails (the operator does not build or deploy), so the
 student sees why and Classroom records 0 instead of no grade.`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			all, _ := labs.Load(labsfs.FS)
+			all, _ := f.Labs()
 			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			all, err := labs.Load(labsfs.FS)
+			all, err := f.Labs()
 			if err != nil {
 				return err
 			}
@@ -153,7 +152,7 @@ student sees why and Classroom records 0 instead of no grade.`,
 
 // Run writes the workflow.
 func Run(_ context.Context, o *Options) error {
-	all, err := labs.Load(labsfs.FS)
+	all, err := cmdutil.EmbeddedLabs()
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/labctl/labctl/internal/labs"
-	labsfs "github.com/labctl/labctl/labs"
 )
 
 // CompleteLabs completes a LAB argument (or flag) with the embedded labs' IDs.
-func CompleteLabs(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	all, err := labs.Load(labsfs.FS)
+func (f *Factory) CompleteLabs(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	all, err := f.Labs()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
@@ -18,20 +17,20 @@ func CompleteLabs(*cobra.Command, []string, string) ([]string, cobra.ShellCompDi
 
 // CompleteLabArg completes the first positional argument with lab IDs and
 // nothing after it.
-func CompleteLabArg(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+func (f *Factory) CompleteLabArg(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return CompleteLabs(cmd, args, toComplete)
+	return f.CompleteLabs(cmd, args, toComplete)
 }
 
 // CompleteTasks completes --task with the task IDs (and titles, which
 // shells show beside them) of the lab named by the first argument.
-func CompleteTasks(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (f *Factory) CompleteTasks(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	all, err := labs.Load(labsfs.FS)
+	all, err := f.Labs()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}

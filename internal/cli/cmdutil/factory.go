@@ -4,8 +4,12 @@ package cmdutil
 
 import (
 	"fmt"
+	"io/fs"
+	"sync"
 
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/labs"
+	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Factory carries the dependencies commands need. Tests build one with
@@ -16,7 +20,30 @@ type Factory struct {
 	Version string
 	// Providers resolves --provider and finds clusters.
 	Providers *Providers
+	// LabFS is where the lab catalogue is read from: the embedded labs
+	// when nil.
+	LabFS fs.FS
+
+	labsOnce sync.Once
+	labs     []*labs.Lab
+	labsErr  error
 }
+
+// Labs is the lab catalogue (LabFS, or the labs built into labctl), read
+// and validated once per command.
+func (f *Factory) Labs() ([]*labs.Lab, error) {
+	f.labsOnce.Do(func() {
+		if f.LabFS == nil {
+			f.labs, f.labsErr = EmbeddedLabs()
+			return
+		}
+		f.labs, f.labsErr = labs.Load(f.LabFS)
+	})
+	return f.labs, f.labsErr
+}
+
+// EmbeddedLabs reads and validates the catalogue built into labctl.
+func EmbeddedLabs() ([]*labs.Lab, error) { return labs.Load(labsfs.FS) }
 
 // SilentError ends a command with an exit code after it has already printed
 // everything the user needs (e.g. verify's report of failed tasks).

@@ -17,7 +17,6 @@ import (
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/policy"
 	"github.com/labctl/labctl/internal/userr"
-	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Options are the arguments and flags of `labctl grade`.
@@ -130,7 +129,7 @@ that student's row.`,
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		}
-		all, err := labs.Load(labsfs.FS)
+		all, err := f.Labs()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -141,7 +140,7 @@ that student's row.`,
 
 // Run does the work of `labctl grade`.
 func Run(ctx context.Context, o *Options) error {
-	all, err := labs.Load(labsfs.FS)
+	all, err := o.f.Labs()
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/report"
-	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Options are the flags of `labctl labs`.
@@ -26,8 +25,6 @@ type Options struct {
 	Lang   string
 	Output string
 
-	// Labs loads the definitions (the embedded ones by default).
-	Labs func() ([]*labs.Lab, error)
 	// Getenv reads LANG; os.Getenv by default.
 	Getenv func(string) string
 }
@@ -55,7 +52,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 		Example: "  labctl labs show lab-8.2\n  labctl labs show 3.4 --lang ru",
 		Args:    cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			all, _ := load(o)
+			all, _ := f.Labs()
 			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,17 +64,10 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 	return cmd
 }
 
-func load(o *Options) ([]*labs.Lab, error) {
-	if o.Labs != nil {
-		return o.Labs()
-	}
-	return labs.Load(labsfs.FS)
-}
-
 // Run lists the labs, or one lab's tasks.
 func Run(_ context.Context, o *Options) error {
 	s := o.f.IOStreams
-	all, err := load(o)
+	all, err := o.f.Labs()
 	if err != nil {
 		return err
 	}

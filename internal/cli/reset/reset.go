@@ -13,10 +13,8 @@ import (
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
 	"github.com/labctl/labctl/internal/cluster"
-	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/reset"
 	"github.com/labctl/labctl/internal/userr"
-	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Options are the flags of `labctl reset`.
@@ -32,10 +30,6 @@ type Options struct {
 	Force         bool
 	Project       string
 	Timeout       time.Duration
-
-	// Labs loads the lab definitions whose kinds are deleted (the
-	// embedded ones by default).
-	Labs func() ([]*labs.Lab, error)
 }
 
 // NewCommand returns the reset command; runF replaces the work in tests of
@@ -100,7 +94,7 @@ func Run(ctx context.Context, o *Options) error {
 	if o.Cluster {
 		return recreate(ctx, o, c)
 	}
-	all, err := loadLabs(o)
+	all, err := o.f.Labs()
 	if err != nil {
 		return err
 	}
@@ -149,11 +143,4 @@ func recreate(ctx context.Context, o *Options, c *cluster.Cluster) error {
 	}
 	fmt.Fprintf(s.Out, "%s %s cluster %s recreated; kubectl context %s\n", s.Styles().Success.Render("✓"), prov.Name(), c.Name, nc.Context)
 	return nil
-}
-
-func loadLabs(o *Options) ([]*labs.Lab, error) {
-	if o.Labs != nil {
-		return o.Labs()
-	}
-	return labs.Load(labsfs.FS)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/labctl/labctl/internal/labs/solution"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/userr"
-	labsfs "github.com/labctl/labctl/labs"
 	"github.com/labctl/labctl/solutions"
 )
 
@@ -38,8 +37,6 @@ type Options struct {
 	// Operator holds the reference project's files (by default the
 	// embedded reference project of the lab, internal/reference.Lookup).
 	Operator fs.FS
-	// Labs loads the lab definitions (for task titles).
-	Labs func() ([]*labs.Lab, error)
 	// Getenv reads LANG; os.Getenv by default.
 	Getenv func(string) string
 }
@@ -49,7 +46,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 	o := &Options{f: f}
 	cmd := &cobra.Command{
 		Use:               "solution LAB",
-		ValidArgsFunction: cmdutil.CompleteLabArg,
+		ValidArgsFunction: f.CompleteLabArg,
 		Short:             "Show the reference code that answers each task of a lab",
 		Long: `Print, task by task, the code of the course's reference operator that
 answers a lab: the functions and types named in solutions/<lab>/files.txt.
@@ -79,11 +76,7 @@ is not overwritten unless you pass --force; nothing is written then.`,
 // Run shows or applies a lab's solution.
 func Run(_ context.Context, o *Options) error {
 	s := o.f.IOStreams
-	loadLabs := o.Labs
-	if loadLabs == nil {
-		loadLabs = func() ([]*labs.Lab, error) { return labs.Load(labsfs.FS) }
-	}
-	all, err := loadLabs()
+	all, err := o.f.Labs()
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/reference"
 	"github.com/labctl/labctl/internal/userr"
-	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Options are the flags of `labctl up`.
@@ -77,7 +76,7 @@ reference of that lab's project (the Hello World operator for labs 2.4 and
 	cmd.MarkFlagsMutuallyExclusive("project", "reference")
 	cmd.MarkFlagsMutuallyExclusive("project", "no-operator")
 	cmd.MarkFlagsMutuallyExclusive("project", "lab")
-	_ = cmd.RegisterFlagCompletionFunc("lab", cmdutil.CompleteLabs)
+	_ = cmd.RegisterFlagCompletionFunc("lab", f.CompleteLabs)
 	return cmd
 }
 
@@ -145,7 +144,7 @@ func Run(ctx context.Context, o *Options) error {
 // project of the user's is taken for the Database operator, the course's
 // main line).
 func (o *Options) nextVerify(clusterName string) string {
-	all, err := labs.Load(labsfs.FS)
+	all, err := o.f.Labs()
 	if err != nil {
 		return ""
 	}
@@ -166,7 +165,7 @@ func (o *Options) projectToDeploy() (dir string, withOperator bool, err error) {
 	if o.Lab == "" {
 		return o.Project, true, nil
 	}
-	all, err := labs.Load(labsfs.FS)
+	all, err := o.f.Labs()
 	if err != nil {
 		return "", false, err
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/labctl/labctl/internal/runguard"
 	"github.com/labctl/labctl/internal/userr"
 	labverify "github.com/labctl/labctl/internal/verify"
-	labsfs "github.com/labctl/labctl/labs"
 )
 
 // Options are the flags and dependencies of `labctl verify`.
@@ -51,8 +50,6 @@ type Options struct {
 	// Credit is how -o classroom scores tasks (as labctl grade's --credit).
 	Credit string
 
-	// Labs loads the lab definitions (the embedded ones by default).
-	Labs func() ([]*labs.Lab, error)
 	// FindOperator finds the operator running in the cluster; the default
 	// is labverify.FindOperatorFor the lab's reference project.
 	FindOperator labverify.Finder
@@ -86,7 +83,7 @@ report.`,
   labctl verify lab-8.2 -o classroom | base64 -d    # what GitHub Classroom reads`,
 		Args: cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			all, _ := loadLabs(o)
+			all, _ := f.Labs()
 			return labs.IDs(all), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -114,21 +111,14 @@ report.`,
 	_ = cmd.RegisterFlagCompletionFunc("lang", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return labs.Langs, cobra.ShellCompDirectiveNoFileComp
 	})
-	_ = cmd.RegisterFlagCompletionFunc("task", cmdutil.CompleteTasks)
+	_ = cmd.RegisterFlagCompletionFunc("task", f.CompleteTasks)
 	return cmd
-}
-
-func loadLabs(o *Options) ([]*labs.Lab, error) {
-	if o.Labs != nil {
-		return o.Labs()
-	}
-	return labs.Load(labsfs.FS)
 }
 
 // Run does the work of `labctl verify`.
 func Run(ctx context.Context, o *Options) error {
 	s := o.f.IOStreams
-	all, err := loadLabs(o)
+	all, err := o.f.Labs()
 	if err != nil {
 		return err
 	}
