@@ -78,7 +78,7 @@ func run() int {
 	f := &cmdutil.Factory{
 		IOStreams: streams,
 		Version:   labctlVersion(),
-		Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{
+		Providers: &cluster.Providers{ByName: map[string]cluster.Provider{
 			local.ProviderName:    &local.Provider{Operators: deploy.AsProcess{}},
 			kind.ProviderName:     kindProv,
 			existing.ProviderName: existingProv,

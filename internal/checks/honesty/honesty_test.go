@@ -314,7 +314,7 @@ func TestHonesty(t *testing.T) {
 		// `labctl verify 1.4` needs no operator: it neither looks for one
 		// nor fails for want of one.
 		s, out, _ := iostreams.Test(false)
-		f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+		f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
 		o := &verifycmd.Options{FindOperator: func(context.Context, *cluster.Cluster, string) (*operator.Operator, error) {
 			t.Error("verify looked for an operator for lab 1.4")
 			return nil, nil
@@ -428,7 +428,7 @@ func TestMutantTable(t *testing.T) {
 func testVerifyCommand(t *testing.T) {
 	run := func(args ...string) (string, error) {
 		s, out, _ := iostreams.Test(false)
-		f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+		f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
 		cmd := verifycmd.NewCommand(f, nil)
 		cmd.SetArgs(append([]string{"--name", env.Name, "--provider", local.ProviderName}, args...))
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
@@ -456,7 +456,7 @@ func testVerifyCommand(t *testing.T) {
 
 	// A Hello World lab against the Database operator says what to run.
 	s, _, errOut := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
 	cmd := verifycmd.NewCommand(f, nil)
 	cmd.SetArgs([]string{"2.4", "--task", "1.2", "--name", env.Name, "--provider", local.ProviderName})
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	labsfs "github.com/labctl/labctl/labs"
@@ -19,7 +20,7 @@ type Factory struct {
 	// Version is the labctl build version (set by main from ldflags).
 	Version string
 	// Providers resolves --provider and finds clusters.
-	Providers *Providers
+	Providers *cluster.Providers
 	// LabFS is where the lab catalogue is read from: the embedded labs
 	// when nil.
 	LabFS fs.FS

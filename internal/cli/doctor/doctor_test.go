@@ -19,7 +19,7 @@ import (
 
 func TestCommandFlags(t *testing.T) {
 	s, _, _ := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{}}
 	var got *Options
 	cmd := NewCommand(f, func(_ context.Context, o *Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"--name", "lab1"})
@@ -31,7 +31,7 @@ func TestCommandFlags(t *testing.T) {
 // A failed probe is exit code 4, with the report and no message of its own.
 func TestFailureExitCode(t *testing.T) {
 	s, out, _ := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{}}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{}}}
 	var got *Options
 	cmd := NewCommand(f, func(_ context.Context, o *Options) error { got = o; return nil })
 	cmd.SetArgs(nil)

@@ -35,7 +35,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 			return Run(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
+	cmd.Flags().StringVar(&o.Provider, "provider", cluster.ProviderAuto, "provider of the cluster (auto tries each)")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
 	return cmd
 }

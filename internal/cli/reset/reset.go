@@ -66,7 +66,7 @@ the whole cluster instead.`,
 			return Run(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
+	cmd.Flags().StringVar(&o.Provider, "provider", cluster.ProviderAuto, "provider of the cluster (auto tries each)")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "default", "namespace whose lab objects (Databases, Backups, ...) are deleted")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "delete lab objects in every namespace")

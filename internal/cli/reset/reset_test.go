@@ -40,7 +40,7 @@ func needCluster(t *testing.T) {
 func options(t *testing.T, args ...string) (*Options, *iostreams.IOStreams, func() string) {
 	t.Helper()
 	s, out, errOut := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
 	var got *Options
 	cmd := NewCommand(f, func(_ context.Context, o *Options) error { got = o; return nil })
 	cmd.SetArgs(append([]string{"--name", env.Name, "--provider", "local"}, args...))
@@ -51,7 +51,7 @@ func options(t *testing.T, args ...string) (*Options, *iostreams.IOStreams, func
 func TestResetMissingCluster(t *testing.T) {
 	s, _, _ := iostreams.Test(false)
 	empty := &local.Provider{StateRoot: t.TempDir()}
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{local.ProviderName: empty}}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{local.ProviderName: empty}}}
 	for _, provider := range []string{"auto", "local"} {
 		err := Run(context.Background(), &Options{f: f, Provider: provider, Name: "nope", Namespace: "default"})
 		require.Error(t, err, provider)
@@ -65,7 +65,7 @@ func TestResetMissingCluster(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	s, _, _ := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{}}
 	var got *Options
 	cmd := NewCommand(f, func(_ context.Context, o *Options) error { got = o; return nil })
 	cmd.SetArgs([]string{})
@@ -156,7 +156,7 @@ func TestResetCluster(t *testing.T) {
 	s, out, _ := iostreams.Test(false)
 	runner := &recordingRunner{}
 	prov := &recordingProvider{runner: runner}
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"kind": prov}}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{"kind": prov}}}
 	require.NoError(t, Run(context.Background(), &Options{f: f, Provider: "kind", Name: "course", Cluster: true}))
 	assert.Equal(t, []string{"down course", "up course"}, prov.calls)
 	require.NotNil(t, runner.cluster, "the operator is deployed onto the new cluster")

@@ -39,7 +39,7 @@ func TestUpStatusDownEndToEnd(t *testing.T) {
 
 	exec := func(args ...string) (string, string, error) {
 		s, out, errOut := iostreams.Test(false)
-		f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"local": prov}}}
+		f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cluster.Providers{ByName: map[string]cluster.Provider{"local": prov}}}
 		cmd := NewCommand(f)
 		cmd.SetArgs(args)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

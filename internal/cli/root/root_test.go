@@ -39,7 +39,7 @@ func (f *fakeProvider) Status(context.Context, string) (*cluster.Health, error) 
 func run(t *testing.T, tty bool, args ...string) (*fakeProvider, string, string, error) {
 	s, out, errOut := iostreams.Test(tty)
 	p := &fakeProvider{name: "local"}
-	f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"local": p}}}
+	f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cluster.Providers{ByName: map[string]cluster.Provider{"local": p}}}
 	cmd := NewCommand(f)
 	cmd.SetArgs(args)
 	cmd.SetOut(out)
@@ -137,7 +137,7 @@ func TestAutoFallsBackToLocalWhenKindCannotStart(t *testing.T) {
 	s, out, errOut := iostreams.Test(false)
 	kind := &failingProvider{fakeProvider{name: "kind"}}
 	loc := &fakeProvider{name: "local"}
-	f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cmdutil.Providers{
+	f := &cmdutil.Factory{IOStreams: s, Version: "test", Providers: &cluster.Providers{
 		ByName:   map[string]cluster.Provider{"kind": kind, "local": loc},
 		Detect:   func(context.Context) (string, string) { return "kind", "podman is running" },
 		Fallback: "local",

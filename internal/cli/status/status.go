@@ -45,7 +45,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 			return Run(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "only this provider's clusters")
+	cmd.Flags().StringVar(&o.Provider, "provider", cluster.ProviderAuto, "only this provider's clusters")
 	cmd.Flags().StringVar(&o.Name, "name", "", "only this cluster (default: all)")
 	cmdutil.AddOutputFlag(cmd, &o.Output)
 	return cmd
@@ -72,7 +72,7 @@ func Run(ctx context.Context, o *Options) error {
 		pn := p.Name()
 		names := []string{o.Name}
 		if o.Name == "" {
-			lister, ok := p.(cmdutil.Lister)
+			lister, ok := p.(cluster.Lister)
 			if !ok {
 				continue
 			}

@@ -30,7 +30,7 @@ func (provider) Status(_ context.Context, name string) (*cluster.Health, error) 
 
 func TestStatusAsJSON(t *testing.T) {
 	s, out, _ := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{ByName: map[string]cluster.Provider{"local": provider{}}}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{"local": provider{}}}}
 	cmd := NewCommand(f, nil)
 	cmd.SetArgs([]string{"-o", "json", "--provider", "local"})
 	require.NoError(t, cmd.ExecuteContext(context.Background()))

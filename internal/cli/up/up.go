@@ -61,7 +61,7 @@ reference of that lab's project (the Hello World operator for labs 2.4 and
 			return Run(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "cluster provider: auto, kind, local or existing")
+	cmd.Flags().StringVar(&o.Provider, "provider", cluster.ProviderAuto, "cluster provider: auto, kind, local or existing")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
 	cmd.Flags().StringVar(&o.Project, "project", "", "kubebuilder project to deploy (default: the reference operator)")
 	cmd.Flags().StringVar(&o.Lab, "lab", "", "deploy the reference operator of this lab's project (e.g. 2.4: the Hello World operator)")
@@ -108,7 +108,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	opts := cluster.UpOptions{Name: o.Name, Streams: s, KubeconfigPath: o.Kubeconfig, BinDir: o.BinDir, NodeImage: o.Image}
 	c, err := prov.Up(ctx, opts)
-	auto := o.Provider == "" || o.Provider == cmdutil.ProviderAuto
+	auto := o.Provider == "" || o.Provider == cluster.ProviderAuto
 	if err != nil && auto && ctx.Err() == nil {
 		// "auto" promises whatever works: an engine that answers `info`
 		// may still be unable to run kind (no image pulls, rootless

@@ -104,7 +104,7 @@ report.`,
 	cmd.Flags().StringVar(&o.Policy, "policy", "", "grading policy (YAML, as labctl grade takes): step severities, points, course bugs")
 	cmd.Flags().StringVar(&o.Credit, "credit", string(grade.CreditTasks), "how -o classroom scores a task: tasks or checks (as labctl grade)")
 	cmd.Flags().StringVar(&o.Name, "name", cluster.DefaultName, "cluster name")
-	cmd.Flags().StringVar(&o.Provider, "provider", cmdutil.ProviderAuto, "provider of the cluster (auto tries each)")
+	cmd.Flags().StringVar(&o.Provider, "provider", cluster.ProviderAuto, "provider of the cluster (auto tries each)")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return formats, cobra.ShellCompDirectiveNoFileComp
 	})

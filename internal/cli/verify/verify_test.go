@@ -13,6 +13,7 @@ import (
 
 	"github.com/labctl/labctl/internal/classroom"
 	"github.com/labctl/labctl/internal/cli/cmdutil"
+	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
@@ -56,7 +57,7 @@ func TestNeedsExactlyOneLab(t *testing.T) {
 
 func TestBadInputIsAUsageError(t *testing.T) {
 	s, _, _ := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{}}
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{}}
 	for name, o := range map[string]Options{
 		"unknown lab":    {Lab: "lab-9.9", Output: "table"},
 		"unknown task":   {Lab: "lab-8.2", Tasks: []string{"7.7"}, Output: "table"},

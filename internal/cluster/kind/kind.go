@@ -859,7 +859,7 @@ func (p *Provider) Status(ctx context.Context, name string) (*cluster.Health, er
 	return out, nil
 }
 
-// List implements cmdutil.Lister: the kind clusters of the engine in use
+// List implements cluster.Lister: the kind clusters of the engine in use
 // (none when no engine runs; an engine asked for by name that does not
 // work is an error).
 func (p *Provider) List(ctx context.Context) ([]string, error) {

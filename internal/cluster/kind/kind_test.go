@@ -845,7 +845,7 @@ func (u *upRecorder) Status(context.Context, string) (*cluster.Health, error) {
 func TestUpFallsBackToLocal(t *testing.T) {
 	kp := &kind.Provider{Runner: enginetest.NewRunner().DaemonDown("docker"), Getenv: func(string) string { return "" }}
 	s, out, errOut := iostreams.Test(false)
-	f := &cmdutil.Factory{IOStreams: s, Providers: &cmdutil.Providers{
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{
 		ByName: map[string]cluster.Provider{"local": &upRecorder{name: "local"}, "kind": kp},
 		Detect: kp.Detect("local"),
 	}}

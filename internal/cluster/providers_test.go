@@ -1,4 +1,4 @@
-package cmdutil
+package cluster
 
 import (
 	"context"
@@ -6,13 +6,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/labctl/labctl/internal/cluster"
 )
 
 // named is a provider that only has a name.
 type named struct {
-	cluster.Provider
+	Provider
 	name string
 }
 
@@ -22,7 +20,7 @@ func TestResolveAuto(t *testing.T) {
 	kind, local := named{name: "kind"}, named{name: "local"}
 	ctx := context.Background()
 
-	p := &Providers{ByName: map[string]cluster.Provider{"kind": kind, "local": local}, Fallback: "local"}
+	p := &Providers{ByName: map[string]Provider{"kind": kind, "local": local}, Fallback: "local"}
 	got, reason, err := p.Resolve(ctx, ProviderAuto)
 	require.NoError(t, err)
 	assert.Equal(t, local, got, "nothing detects: the fallback")
@@ -36,7 +34,7 @@ func TestResolveAuto(t *testing.T) {
 	assert.Equal(t, kind, got)
 	assert.Equal(t, "docker is running", reason)
 
-	only := &Providers{ByName: map[string]cluster.Provider{"local": local}}
+	only := &Providers{ByName: map[string]Provider{"local": local}}
 	got, _, err = only.Resolve(ctx, ProviderAuto)
 	require.NoError(t, err)
 	assert.Equal(t, local, got, "one provider and no fallback named: that one")

@@ -1,22 +1,23 @@
-package cmdutil
+package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/userr"
 )
 
 // ProviderAuto picks the provider from the machine.
 const ProviderAuto = "auto"
 
-// Providers knows every cluster provider and how to choose one.
+// Providers knows every cluster provider and how to choose one: the
+// registry behind --provider.
 type Providers struct {
 	// ByName maps --provider values to providers.
-	ByName map[string]cluster.Provider
+	ByName map[string]Provider
 	// Detect chooses a provider for --provider auto and says why (e.g.
 	// "docker is running" or "no container engine: using local").
 	Detect func(ctx context.Context) (name, reason string)
@@ -28,7 +29,7 @@ type Providers struct {
 
 // FallbackFor returns the provider to try when prov, chosen by auto,
 // failed; nil when there is none other than prov.
-func (p *Providers) FallbackFor(prov cluster.Provider) cluster.Provider {
+func (p *Providers) FallbackFor(prov Provider) Provider {
 	fb, ok := p.ByName[p.Fallback]
 	if !ok || fb == prov {
 		return nil
@@ -47,7 +48,7 @@ func (p *Providers) Names() []string {
 }
 
 // Resolve returns the provider for a --provider value.
-func (p *Providers) Resolve(ctx context.Context, name string) (cluster.Provider, string, error) {
+func (p *Providers) Resolve(ctx context.Context, name string) (Provider, string, error) {
 	reason := ""
 	if name == "" || name == ProviderAuto {
 		if p.Detect == nil {
@@ -73,15 +74,15 @@ func (p *Providers) Resolve(ctx context.Context, name string) (cluster.Provider,
 // Select returns the provider named by a --provider value, or every
 // provider (sorted by name) for "auto": commands that act on an existing
 // cluster look for it in each.
-func (p *Providers) Select(ctx context.Context, name string) ([]cluster.Provider, error) {
+func (p *Providers) Select(ctx context.Context, name string) ([]Provider, error) {
 	if name != "" && name != ProviderAuto {
 		prov, _, err := p.Resolve(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		return []cluster.Provider{prov}, nil
+		return []Provider{prov}, nil
 	}
-	var all []cluster.Provider
+	var all []Provider
 	for _, n := range p.Names()[1:] {
 		all = append(all, p.ByName[n])
 	}
@@ -95,14 +96,14 @@ type Lister interface {
 
 // FindCluster looks for a running cluster named name across providers,
 // preferring the given provider when set.
-func (p *Providers) FindCluster(ctx context.Context, provider, name string) (*cluster.Cluster, error) {
+func (p *Providers) FindCluster(ctx context.Context, provider, name string) (*Cluster, error) {
 	if provider != "" && provider != ProviderAuto {
 		prov, _, err := p.Resolve(ctx, provider)
 		if err != nil {
 			return nil, err
 		}
 		c, err := prov.Get(ctx, name)
-		if isNotFound(err) {
+		if errors.Is(err, ErrNotFound) {
 			return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("there is no %s cluster named %q", provider, name),
 				fmt.Sprintf("run `labctl up --provider %s --name %s` first", provider, name))
 		}
@@ -114,7 +115,7 @@ func (p *Providers) FindCluster(ctx context.Context, provider, name string) (*cl
 		if err == nil {
 			return c, nil
 		}
-		if firstErr == nil && !isNotFound(err) {
+		if firstErr == nil && !errors.Is(err, ErrNotFound) {
 			firstErr = err
 		}
 	}
