@@ -107,11 +107,50 @@ func CheckWritable(path string) error {
 		return err
 	}
 	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// Merge will create it: its directory must take a new file.
+		if err := checkCreatable(filepath.Dir(path)); err != nil {
+			return unwritable(path, err)
+		}
+		return nil
+	}
 	if err != nil {
-		return nil // created by Merge; write says why when it cannot be
+		return unwritable(path, err)
 	}
 	if err := checkWritable(path, st.Mode()); err != nil {
 		return unwritable(path, err)
+	}
+	return nil
+}
+
+// checkCreatable makes dir if needed and creates and removes a file in it.
+func checkCreatable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	probe, err := os.CreateTemp(dir, ".labctl-probe-*")
+	if err != nil {
+		return err
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// MergeFile merges the named context of the kubeconfig file src (a
+// cluster's own) into the one at path, as Merge; when that fails, the
+// error's next step also says where the cluster's own kubeconfig is, since
+// the cluster itself is running.
+func MergeFile(path, src, contextName string) error {
+	cfg, err := clientcmd.LoadFromFile(src)
+	if err != nil {
+		return err
+	}
+	if err := Merge(path, cfg, contextName); err != nil {
+		var ue *userr.Error
+		if errors.As(err, &ue) {
+			ue.Next += fmt.Sprintf("; the cluster is running and its kubeconfig is %s", src)
+		}
+		return err
 	}
 	return nil
 }

@@ -139,3 +139,38 @@ func TestRemoveFindsTheContextInAnyFileOfKUBECONFIG(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, got.Contexts, "mine", "the other file is untouched")
 }
+
+// Before any work: a kubeconfig that Merge would have to create where no
+// file can be is refused; one that can be created is not, and nothing is
+// left behind by asking.
+func TestCheckWritableBeforeAnything(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	err := CheckWritable(filepath.Join(file, "config"))
+	require.Error(t, err)
+	assert.Contains(t, userr.Message(err), "cannot write kubeconfig")
+
+	dir := filepath.Join(t.TempDir(), "new")
+	require.NoError(t, CheckWritable(filepath.Join(dir, "config")))
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+}
+
+// A merge from a cluster's own kubeconfig file that fails says where that
+// file is: the cluster runs, only the user's kubeconfig lacks it.
+func TestMergeFileSaysWhereTheClustersKubeconfigIs(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*config("labctl-x", "https://h"), src))
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	err := MergeFile(filepath.Join(file, "config"), src, "labctl-x")
+	require.Error(t, err)
+	assert.Contains(t, userr.Message(err), "the cluster is running and its kubeconfig is "+src)
+
+	dst := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, MergeFile(dst, src, "labctl-x"))
+	got, err := clientcmd.LoadFromFile(dst)
+	require.NoError(t, err)
+	assert.Equal(t, "labctl-x", got.CurrentContext)
+}

@@ -11,14 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/engine"
+	"github.com/labctl/labctl/internal/freeport"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/kubeconfig"
@@ -214,7 +213,7 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 	}
 	if !opts.SkipKubeconfigMerge {
 		// Fail before a minute of cluster creation, not after it.
-		if err := checkWritable(userKC); err != nil {
+		if err := kubeconfig.CheckWritable(userKC); err != nil {
 			return nil, err
 		}
 	}
@@ -289,7 +288,7 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 		st.MountDir, st.HTTPPort, st.HTTPSPort = old.MountDir, old.HTTPPort, old.HTTPSPort
 	}
 	if !opts.SkipKubeconfigMerge {
-		if err := p.mergeKubeconfig(opts.Name, userKC); err != nil {
+		if err := kubeconfig.MergeFile(userKC, p.kubeconfigFile(opts.Name), ContextName(opts.Name)); err != nil {
 			return c, err
 		}
 		st.UserKubeconfig = userKC
@@ -560,50 +559,8 @@ func (p *Provider) portInUse(port int) bool {
 
 // PortInUse reports whether the host TCP port is taken for kind, which
 // publishes on ListenAddress (all addresses): a listener on any address
-// blocks it, not only one on 127.0.0.1. It tries to listen there itself;
-// where it may not (a privileged port), it asks the kernel's socket table,
-// and without one (macOS) it dials 127.0.0.1.
-func PortInUse(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort(ListenAddress, strconv.Itoa(port)))
-	if err == nil {
-		l.Close()
-		return false
-	}
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return true
-	}
-	if listening, ok := listeningInProc(port); ok {
-		return listening
-	}
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 500*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
-
-// listeningInProc looks for a listening TCP socket on port in
-// /proc/net/tcp and tcp6; ok is false when they cannot be read.
-func listeningInProc(port int) (listening, ok bool) {
-	want := fmt.Sprintf(":%04X", port)
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		ok = true
-		for _, line := range strings.Split(string(raw), "\n")[1:] {
-			fields := strings.Fields(line)
-			// local_address is fields[1] (ADDR:PORT), st is fields[3];
-			// 0A is LISTEN.
-			if len(fields) > 3 && strings.HasSuffix(fields[1], want) && fields[3] == "0A" {
-				return true, true
-			}
-		}
-	}
-	return false, ok
-}
+// blocks it, not only one on 127.0.0.1.
+func PortInUse(port int) bool { return freeport.InUse(ListenAddress, port) }
 
 func (p *Provider) clusterFor(ctx context.Context, e *engine.Engine, api API, name string) (*cluster.Cluster, error) {
 	raw, err := api.KubeConfig(name)
@@ -671,54 +628,6 @@ func restConfigFrom(raw []byte) (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = 100, 200
 	return cfg, nil
-}
-
-func (p *Provider) mergeKubeconfig(name, path string) error {
-	src, err := clientcmd.LoadFromFile(p.kubeconfigFile(name))
-	if err != nil {
-		return err
-	}
-	if err := kubeconfig.Merge(path, src, ContextName(name)); err != nil {
-		var ue *userr.Error
-		if errors.As(err, &ue) {
-			ue.Next += fmt.Sprintf("; the cluster is running and its kubeconfig is %s", p.kubeconfigFile(name))
-		}
-		return err
-	}
-	return nil
-}
-
-// checkWritable fails when the kubeconfig at path (or, if absent, its
-// directory) cannot be written, with the same message kubeconfig.Merge
-// gives.
-func checkWritable(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err == nil {
-		return f.Close()
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		dir := filepath.Dir(path)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return unwritable(path, err)
-		}
-		tmp, err := os.CreateTemp(dir, ".labctl-probe-*")
-		if err != nil {
-			return unwritable(path, err)
-		}
-		tmp.Close()
-		return os.Remove(tmp.Name())
-	}
-	return unwritable(path, err)
-}
-
-func unwritable(path string, err error) error {
-	what := fmt.Sprintf("cannot write kubeconfig %s", path)
-	if os.IsPermission(err) {
-		what += ": permission denied"
-	} else {
-		what += ": " + oneLine(err)
-	}
-	return userr.Wrap(err, userr.ExitFailure, what, "make it writable, or set KUBECONFIG (or --kubeconfig) to a writable file and run the command again")
 }
 
 // Get implements cluster.Provider.

@@ -658,19 +658,11 @@ func (p *Provider) mergeKubeconfig(opts cluster.UpOptions, dir string, st *state
 	if opts.SkipKubeconfigMerge {
 		return nil
 	}
-	src, err := clientcmd.LoadFromFile(layout{dir}.file("kubeconfig"))
-	if err != nil {
-		return err
-	}
 	path := opts.KubeconfigPath
 	if path == "" {
 		path = kubeconfig.DefaultPath()
 	}
-	if err := kubeconfig.Merge(path, src, ContextName(st.Name)); err != nil {
-		var ue *userr.Error
-		if errors.As(err, &ue) {
-			ue.Next += fmt.Sprintf("; the cluster is running and its kubeconfig is %s", layout{dir}.file("kubeconfig"))
-		}
+	if err := kubeconfig.MergeFile(path, layout{dir}.file("kubeconfig"), ContextName(st.Name)); err != nil {
 		return err
 	}
 	st.UserKubeconfig = path

@@ -334,7 +334,9 @@ func TestStaleClusterIsRecoveredAndDownLeavesNothing(t *testing.T) {
 	assert.Contains(t, cfg.Contexts, "mine", "down keeps the user's other contexts")
 }
 
-func TestUnwritableKubeconfigSaysWhereTheClusterIs(t *testing.T) {
+// A kubeconfig that cannot be written fails `up` before it does anything,
+// with what to do; a cluster already running is left as it was.
+func TestUnwritableKubeconfigFailsFirst(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
@@ -343,6 +345,9 @@ func TestUnwritableKubeconfigSaysWhereTheClusterIs(t *testing.T) {
 	_, err := env.Provider.Up(ctx(t), cluster.UpOptions{Name: env.Name, Streams: s, KubeconfigPath: filepath.Join(file, "config")})
 	require.Error(t, err)
 	msg := userr.Message(err)
-	assert.Contains(t, msg, "cannot write kubeconfig")
-	assert.Contains(t, msg, "its kubeconfig is "+env.Kubeconfig)
+	assert.Contains(t, msg, "cannot write kubeconfig "+filepath.Join(file, "config"))
+	assert.Contains(t, msg, "set KUBECONFIG to a writable file")
+	c, err := env.Provider.Get(ctx(t), env.Name)
+	require.NoError(t, err, "the running cluster is untouched")
+	assert.Equal(t, env.Name, c.Name)
 }
