@@ -135,13 +135,9 @@ func renewedSince(t time.Time) kube.Condition {
 
 // Status implements cluster.Provider.
 func (p *Provider) Status(ctx context.Context, name string) (*cluster.Health, error) {
-	e, api, err := p.find(ctx, name)
+	e, api, ns, err := p.listNodes(ctx, name)
 	if err != nil {
 		return nil, err
-	}
-	ns, err := api.ListNodes(name)
-	if err != nil {
-		return nil, engineError(e, "cannot list the nodes of kind cluster "+name, err)
 	}
 	out := &cluster.Health{Name: name, Provider: ProviderName, Context: ContextName(name), Running: len(ns) > 0}
 	for _, n := range ns {

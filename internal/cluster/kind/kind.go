@@ -239,13 +239,9 @@ func (p *Provider) Up(ctx context.Context, opts cluster.UpOptions) (*cluster.Clu
 
 // Get implements cluster.Provider.
 func (p *Provider) Get(ctx context.Context, name string) (*cluster.Cluster, error) {
-	e, api, err := p.find(ctx, name)
+	e, api, ns, err := p.listNodes(ctx, name)
 	if err != nil {
 		return nil, err
-	}
-	ns, err := api.ListNodes(name)
-	if err != nil {
-		return nil, engineError(e, "cannot list the nodes of kind cluster "+name, err)
 	}
 	for _, n := range ns {
 		ct, err := e.InspectContainer(ctx, n.String())

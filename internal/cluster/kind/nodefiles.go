@@ -38,15 +38,24 @@ func (r *cancelReader) Close() error {
 	return r.PipeReader.Close()
 }
 
-// Nodes returns the node containers of a running cluster (to load images).
-func (p *Provider) Nodes(ctx context.Context, name string) (*engine.Engine, []nodes.Node, error) {
+// listNodes finds the cluster's engine and lists its node containers.
+func (p *Provider) listNodes(ctx context.Context, name string) (*engine.Engine, API, []nodes.Node, error) {
 	e, api, err := p.find(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ns, err := api.ListNodes(name)
 	if err != nil {
-		return nil, nil, engineError(e, "cannot list the nodes of kind cluster "+name, err)
+		return nil, nil, nil, engineError(e, "cannot list the nodes of kind cluster "+name, err)
+	}
+	return e, api, ns, nil
+}
+
+// Nodes returns the node containers of a running cluster (to load images).
+func (p *Provider) Nodes(ctx context.Context, name string) (*engine.Engine, []nodes.Node, error) {
+	e, _, ns, err := p.listNodes(ctx, name)
+	if err != nil {
+		return nil, nil, err
 	}
 	// As kind's own `load` does: only the Kubernetes nodes, never an
 	// external load balancer's container.
