@@ -455,8 +455,6 @@ func isTimeout(err error) bool { return errors.Is(err, context.DeadlineExceeded)
 func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name string, quiet, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
-	changes := 0
 	changed := make(chan struct{}, 1)
 	lw := kube.NameListWatch(r.dyn.Resource(gvr).Namespace(r.ns), name)
 	go func() {
@@ -470,12 +468,21 @@ func (r *run) settle(ctx context.Context, gvr schema.GroupVersionResource, name 
 			return false, nil
 		})
 	}()
+	return quietLoop(ctx, changed, quiet, func(ctx context.Context) time.Duration { return r.stillBusy(ctx, name, quiet) })
+}
+
+// quietLoop is settle's clock: it ends nil once nothing arrived on changed
+// for quiet and busy (how much longer what a watch cannot see keeps the
+// object busy) says nothing more, or with settleEnded when ctx ends first.
+func quietLoop(ctx context.Context, changed <-chan struct{}, quiet time.Duration, busy func(context.Context) time.Duration) error {
+	start := time.Now()
+	changes := 0
 	timer := time.NewTimer(quiet)
 	defer timer.Stop()
 	for {
 		select {
 		case <-timer.C:
-			more := r.stillBusy(ctx, name, quiet)
+			more := busy(ctx)
 			// Reading the audit log may outlast the deadline; quiet then is
 			// not proven, however little the read returned.
 			if ctx.Err() != nil {

@@ -109,3 +109,51 @@ func TestSettleEndedAtItsDeadlineIsNeverQuiet(t *testing.T) {
 	stop()
 	assert.ErrorIs(t, settleEnded(stopped, time.Second, start, 0), context.Canceled)
 }
+
+// settle's clock: quiet with nothing busy ends nil; a write the watch cannot
+// see (busy > 0) extends it and counts as a change; an audit read that
+// outlasts the deadline is never quiet, whatever it returned.
+func TestQuietLoop(t *testing.T) {
+	idle := func(context.Context) time.Duration { return 0 }
+	assert.NoError(t, quietLoop(context.Background(), nil, 10*time.Millisecond, idle))
+
+	calls := 0
+	onceBusy := func(context.Context) time.Duration {
+		if calls++; calls == 1 {
+			return 20 * time.Millisecond
+		}
+		return 0
+	}
+	began := time.Now()
+	assert.NoError(t, quietLoop(context.Background(), nil, 10*time.Millisecond, onceBusy))
+	assert.Equal(t, 2, calls)
+	assert.GreaterOrEqual(t, time.Since(began), 30*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	slowRead := func(ctx context.Context) time.Duration { <-ctx.Done(); return 0 }
+	var nq *neverQuiet
+	assert.ErrorAs(t, quietLoop(ctx, nil, 10*time.Millisecond, slowRead), &nq,
+		"an audit read past the deadline proves no quiet")
+
+	changed := make(chan struct{}, 1)
+	busyWatch, stop := context.WithTimeout(context.Background(), 80*time.Millisecond)
+	defer stop()
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-busyWatch.Done():
+				return
+			case <-tick.C:
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	assert.ErrorAs(t, quietLoop(busyWatch, changed, 30*time.Millisecond, idle), &nq)
+	assert.Positive(t, nq.changes)
+}
