@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -50,7 +51,7 @@ func errorLogLines(log string, limit int) []string {
 			continue
 		}
 		seen[key] = true
-		out = append(out, truncate(c, maxLineLen))
+		out = append(out, logline.Cut(c, maxLineLen))
 		if len(out) == limit {
 			break
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -121,7 +122,7 @@ func TrimObject(u *unstructured.Unstructured) string {
 		lines = append(lines[:maxObjectLines], fmt.Sprintf("… (%d more lines)", len(lines)-maxObjectLines))
 	}
 	for i, l := range lines {
-		lines[i] = truncate(l, maxLineLen)
+		lines[i] = logline.Cut(l, maxLineLen)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -157,7 +158,7 @@ func (r *run) events(ctx context.Context, names []string) []string {
 		if e.Count > 1 {
 			line += fmt.Sprintf(" (×%d)", e.Count)
 		}
-		out = append(out, truncate(report.CleanLine(line), maxLineLen))
+		out = append(out, logline.Cut(report.CleanLine(line), maxLineLen))
 	}
 	return out
 }
@@ -206,7 +207,7 @@ func (r *run) logExcerpt(ctx context.Context, names []string) []string {
 	}
 	out := errs
 	for _, l := range hits {
-		if l = truncate(strings.TrimSpace(report.CleanLine(compactLogLine(l))), maxLineLen); l != "" && !slices.Contains(out, l) {
+		if l = logline.Cut(strings.TrimSpace(report.CleanLine(compactLogLine(l))), maxLineLen); l != "" && !slices.Contains(out, l) {
 			out = append(out, l)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -171,7 +172,7 @@ func evalAssertion(obj map[string]any, a labs.Assertion) (bool, string) {
 		msg, _ := cond["message"].(string)
 		got := fmt.Sprintf("%s=%s reason %s", c.Type, status, reason)
 		if msg != "" {
-			got += fmt.Sprintf(" (%q)", truncate(msg, 120))
+			got += fmt.Sprintf(" (%q)", logline.Cut(msg, 120))
 		}
 		if (c.Status != "" && status != c.Status) || (c.Reason != "" && reason != c.Reason) {
 			return false, got
@@ -470,7 +471,7 @@ func normalize(v any) (any, error) {
 func showValue(v any) string {
 	switch x := v.(type) {
 	case string:
-		return fmt.Sprintf("%q", truncate(x, 120))
+		return fmt.Sprintf("%q", logline.Cut(x, 120))
 	case nil:
 		return "null"
 	}
@@ -478,18 +479,7 @@ func showValue(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	return truncate(string(raw), 200)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return logline.Cut(string(raw), 200)
 }
 
 func roundDur(d time.Duration) string {

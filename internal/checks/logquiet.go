@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -49,9 +50,9 @@ func runLogNeverMentions(ctx context.Context, c *Context, p *logParams) Outcome 
 		}
 		if len(found) > 0 {
 			return Outcome{Status: report.Fail,
-				Message:  fmt.Sprintf("the operator's log has %d line(s) matching /%s/ about %s: %s", len(found), p.Pattern, p.Name, truncate(strings.TrimSpace(compactLogLine(found[0])), 200)),
+				Message:  fmt.Sprintf("the operator's log has %d line(s) matching /%s/ about %s: %s", len(found), p.Pattern, p.Name, logline.Cut(strings.TrimSpace(compactLogLine(found[0])), 200)),
 				Expected: fmt.Sprintf("no log line matching /%s/ that names %s", p.Pattern, p.Name),
-				Observed: fmt.Sprintf("%d such line(s), first: %s", len(found), truncate(strings.TrimSpace(compactLogLine(found[0])), 300)),
+				Observed: fmt.Sprintf("%d such line(s), first: %s", len(found), logline.Cut(strings.TrimSpace(compactLogLine(found[0])), 300)),
 				Related:  []string{p.Name}}
 		}
 		if !time.Now().Before(deadline) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -72,7 +73,7 @@ func runApplyFile(ctx context.Context, c *Context, p *applyFileParams) Outcome {
 		}
 		if err := applier.ApplyOne(ctx, obj); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-				return Outcome{Status: report.Fail, Message: fmt.Sprintf("the API server rejects %s of %s: %s", what, p.File, truncate(oneLine(err), 300)),
+				return Outcome{Status: report.Fail, Message: fmt.Sprintf("the API server rejects %s of %s: %s", what, p.File, logline.Cut(oneLine(err), 300)),
 					Expected: "kubectl apply -f " + p.File + " succeeds", Observed: "rejected"}
 			}
 			return errorf("applying %s of %s: %v", what, p.File, oneLine(err))

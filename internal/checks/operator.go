@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labctl/labctl/internal/gobuild"
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -70,7 +71,7 @@ func runOperatorHealth(ctx context.Context, c *Context, _ any) Outcome {
 		var panics []string
 		for _, l := range strings.Split(log, "\n") {
 			if panicLine.MatchString(l) {
-				panics = append(panics, truncate(strings.TrimSpace(l), 200))
+				panics = append(panics, logline.Cut(strings.TrimSpace(l), 200))
 			}
 		}
 		if len(panics) > 0 {
@@ -161,7 +162,7 @@ func runControllerRunning(ctx context.Context, c *Context, p *controllerParams) 
 			sources = true
 		}
 		if strings.Contains(l, "forbidden") && len(refusedLines) < 2 {
-			refusedLines = append(refusedLines, truncate(strings.TrimSpace(report.CleanLine(compactLogLine(l))), 300))
+			refusedLines = append(refusedLines, logline.Cut(strings.TrimSpace(report.CleanLine(compactLogLine(l))), 300))
 		}
 	}
 	refused := c.run.forbidden(ctx)
@@ -232,12 +233,12 @@ func runLogMentions(ctx context.Context, c *Context, p *logParams) Outcome {
 			ll, ok := parseLogLine(l)
 			if !ok || ll.kv["controllerKind"] != p.Controller || slices.Contains(runtimeMessages, ll.msg) {
 				if elsewhere == "" {
-					elsewhere = truncate(strings.TrimSpace(compactLogLine(l)), 200)
+					elsewhere = logline.Cut(strings.TrimSpace(compactLogLine(l)), 200)
 				}
 				continue
 			}
 		}
-		return pass("the operator's log mentions it: %s", truncate(strings.TrimSpace(compactLogLine(l)), 200))
+		return pass("the operator's log mentions it: %s", logline.Cut(strings.TrimSpace(compactLogLine(l)), 200))
 	}
 	want := fmt.Sprintf("a log line matching /%s/", p.Pattern)
 	if p.Name != "" {
@@ -287,7 +288,7 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	case errors.As(err, &exit):
 		out := fail("the project does not compile: %s", gobuild.FirstErrors(stderr, 3))
 		out.Expected = "go build ./... succeeds"
-		out.Observed = truncate(report.Clean(stderr), 1500)
+		out.Observed = logline.Cut(report.Clean(stderr), 1500)
 		return out
 	case err != nil:
 		return errorf("cannot run go to compile the project: %v", oneLine(err))

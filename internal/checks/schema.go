@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -652,12 +653,12 @@ func runDryRun(ctx context.Context, c *Context, p *dryRunParams) Outcome {
 				Expected: "rejected by validation", Observed: "accepted", Object: got}
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			return pass("the API server rejects %s: %s", what, truncate(oneLine(err), 240))
+			return pass("the API server rejects %s: %s", what, logline.Cut(oneLine(err), 240))
 		}
 		return errorf("dry-run create of %s: %v", what, oneLine(err))
 	}
 	if err != nil {
-		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the API server rejected %s: %s", what, truncate(oneLine(err), 240)),
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("the API server rejected %s: %s", what, logline.Cut(oneLine(err), 240)),
 			Expected: "accepted", Observed: "rejected"}
 	}
 	if ok, obs := EvalAssertions(got, p.Defaults); !ok {

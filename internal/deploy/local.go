@@ -17,6 +17,7 @@ import (
 	"github.com/labctl/labctl/internal/freeport"
 	"github.com/labctl/labctl/internal/iostreams"
 	"github.com/labctl/labctl/internal/kube"
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/reference"
@@ -239,7 +240,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 		if live != "" {
 			still = " (the operator deployed before keeps running)"
 		}
-		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log says: %s%s", err, truncate(managerErrorLine(tail), 200), still),
+		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log says: %s%s", err, logline.Cut(logline.Cause(tail), 200), still),
 			"see "+logFile+"; fix the operator and run `labctl up` again")
 	}
 	step.Done()

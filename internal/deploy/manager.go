@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labctl/labctl/internal/filecopy"
 	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/sandbox"
@@ -98,22 +99,9 @@ func cachedIntact(bin string) bool {
 // storeManager copies a fresh build into the cache, read-only, with its
 // hash beside it.
 func storeManager(built, bin string) error {
-	in, err := os.Open(built)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
 	tmp := bin + ".tmp"
 	if tmp != built {
-		out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
+		if err := filecopy.Into(tmp, os.O_TRUNC, 0o755, built); err != nil {
 			return err
 		}
 	}
@@ -202,34 +190,4 @@ func waitManagerReady(ctx context.Context, port int, restartsFile string, timeou
 		case <-tick.C:
 		}
 	}
-}
-
-// managerErrorLine picks what a crashed manager said that matters: a
-// panic's or fatal error's first line, else the last line logging an
-// error, else the last line. A stack trace ends in runtime frames
-// (runtime/proc.go:290) that explain nothing.
-func managerErrorLine(tail []string) string {
-	if len(tail) == 0 {
-		return "no output"
-	}
-	for _, prefix := range []string{"panic: ", "fatal error: "} {
-		for _, l := range tail {
-			if strings.HasPrefix(l, prefix) {
-				return l
-			}
-		}
-	}
-	for i := len(tail) - 1; i >= 0; i-- {
-		if l := strings.ToLower(tail[i]); strings.Contains(l, "error") && !strings.HasPrefix(strings.TrimSpace(l), "/") {
-			return tail[i]
-		}
-	}
-	return tail[len(tail)-1]
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,10 +1,11 @@
 package nodeimage
 
 import (
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/labctl/labctl/internal/filecopy"
 )
 
 // executables reports whether dir holds every named executable.
@@ -23,24 +24,11 @@ func copyExecutable(src, dst string) error {
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
 	tmp := dst + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
+	if err := filecopy.Into(tmp, os.O_TRUNC, mode, src); err != nil {
 		return err
 	}
 	return os.Rename(tmp, dst)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/labctl/labctl/internal/cgroup"
+	"github.com/labctl/labctl/internal/filecopy"
 )
 
 // UID range of sandboxes: far above any account's uid, no /etc/passwd
@@ -165,20 +166,7 @@ func CopyTree(ctx context.Context, src, dst string, lim CopyLimits) error {
 		if info.Mode()&0o111 != 0 {
 			mode = 0o755
 		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
+		if err := filecopy.Into(target, os.O_EXCL, mode, p); err != nil {
 			return err
 		}
 		return os.Chtimes(target, info.ModTime(), info.ModTime())

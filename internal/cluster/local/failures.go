@@ -8,6 +8,7 @@ import (
 
 	"github.com/labctl/labctl/internal/diskfree"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/logline"
 	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/userr"
 )
@@ -39,34 +40,12 @@ func (p *Provider) diedError(s *iostreams.IOStreams, l layout, st *state, compon
 		muted := s.Styles().Muted
 		fmt.Fprintf(s.ErrOut, "\n%s\n", muted.Render("last lines of "+l.log(component)+":"))
 		for _, line := range tail {
-			fmt.Fprintln(s.ErrOut, muted.Render("  "+truncate(line, 300)))
+			fmt.Fprintln(s.ErrOut, muted.Render("  "+logline.Cut(line, 300)))
 		}
 	}
-	last := errorLine(tail)
+	last := logline.Cut(logline.Cause(tail), 200)
 	return userr.Wrap(exitErr, userr.ExitFailure, fmt.Sprintf("%s exited during start-up (%v): %s", component, exitErr, last),
 		fmt.Sprintf("see %s, then run `labctl down --name %s` and `labctl up` again", l.log(component), st.Name))
-}
-
-// errorLine picks the line of a log tail that says what went wrong: Go's
-// panic and fatal lines, else the last line mentioning an error, else the
-// last line. A stack trace ends in runtime frames that explain nothing.
-func errorLine(tail []string) string {
-	if len(tail) == 0 {
-		return "no output"
-	}
-	for _, prefix := range []string{"panic: ", "fatal error: "} {
-		for _, line := range tail {
-			if strings.HasPrefix(line, prefix) {
-				return truncate(line, 200)
-			}
-		}
-	}
-	for i := len(tail) - 1; i >= 0; i-- {
-		if l := strings.ToLower(tail[i]); strings.Contains(l, "error") || strings.Contains(l, "fatal") {
-			return truncate(tail[i], 200)
-		}
-	}
-	return truncate(tail[len(tail)-1], 200)
 }
 
 // minFreeBytes is what a new local cluster needs on the state directory's
@@ -96,15 +75,8 @@ func (p *Provider) timeoutError(l layout, component string, err error) error {
 	last := proc.Tail(l.log(component), 1)
 	detail := ""
 	if len(last) > 0 {
-		detail = "; its log ends: " + truncate(last[0], 200)
+		detail = "; its log ends: " + logline.Cut(last[0], 200)
 	}
 	return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("%s did not become ready: %v%s", component, err, detail),
 		"see "+l.log(component)+"; a loaded machine may need a retry")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
