@@ -123,8 +123,23 @@ func CheckWritable(path string) error {
 	return nil
 }
 
-// checkCreatable makes dir if needed and creates and removes a file in it.
+// checkCreatable creates and removes a file in dir, making dir first if
+// needed; whatever directories it made it removes again, so a probe that
+// ends the command leaves no empty ~/.kube behind (Merge makes them when
+// it writes).
 func checkCreatable(dir string) error {
+	var made []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || !errors.Is(err, os.ErrNotExist) || filepath.Dir(d) == d {
+			break
+		}
+		made = append(made, d)
+	}
+	defer func() {
+		for _, d := range made { // deepest first
+			_ = os.Remove(d)
+		}
+	}()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}

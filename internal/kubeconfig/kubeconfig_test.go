@@ -150,11 +150,17 @@ func TestCheckWritableBeforeAnything(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, userr.Message(err), "cannot write kubeconfig")
 
-	dir := filepath.Join(t.TempDir(), "new")
-	require.NoError(t, CheckWritable(filepath.Join(dir, "config")))
-	left, err := os.ReadDir(dir)
+	home := t.TempDir()
+	require.NoError(t, CheckWritable(filepath.Join(home, ".kube", "deeper", "config")))
+	assert.NoDirExists(t, filepath.Join(home, ".kube"), "the directories the probe made are gone again")
+
+	existing := filepath.Join(t.TempDir(), ".kube")
+	require.NoError(t, os.Mkdir(existing, 0o700))
+	require.NoError(t, CheckWritable(filepath.Join(existing, "config")))
+	left, err := os.ReadDir(existing)
 	require.NoError(t, err)
-	assert.Empty(t, left)
+	assert.Empty(t, left, "no probe file is left")
+	assert.DirExists(t, existing, "a directory the user had stays")
 }
 
 // A merge from a cluster's own kubeconfig file that fails says where that
