@@ -115,59 +115,14 @@ report.`,
 	return cmd
 }
 
-// Run does the work of `labctl verify`.
+// Run does the work of `labctl verify`, in four phases: plan (flags and
+// the lab, before touching a cluster), locate (the cluster, the operator
+// and the project to judge), check (the lab's checks, with progress) and
+// finish (record a pass, write the report, the exit code).
 func Run(ctx context.Context, o *Options) error {
-	s := o.f.IOStreams
-	all, err := o.f.Labs()
+	p, err := o.plan()
 	if err != nil {
 		return err
-	}
-	lab, err := labs.FindLab(all, o.Lab)
-	if err != nil {
-		return err
-	}
-	if lab, _, err = policy.ApplyFile(o.Policy, lab); err != nil {
-		return err
-	}
-	if o.Credit == "" {
-		o.Credit = string(grade.CreditTasks)
-	}
-	if !slices.Contains(grade.Credits, grade.Credit(o.Credit)) {
-		return userr.Usage(fmt.Sprintf("unknown credit %q", o.Credit), "use --credit tasks or --credit checks")
-	}
-	for _, t := range o.Tasks {
-		if _, ok := lab.Task(t); !ok {
-			var ids []string
-			for _, lt := range lab.Tasks {
-				ids = append(ids, lt.ID)
-			}
-			return userr.Usage(fmt.Sprintf("%s has no task %q", lab.ID, t), "its tasks: "+strings.Join(ids, ", "))
-		}
-	}
-	if !slices.Contains(formats, o.Output) {
-		return userr.Usage(fmt.Sprintf("unknown output format %q", o.Output), "use -o "+strings.Join(formats, ", -o "))
-	}
-	lang, err := labs.ResolveLang(o.Lang, o.Getenv)
-	if err != nil {
-		return err
-	}
-	if o.Timeout <= 0 {
-		return userr.Usage(fmt.Sprintf("--timeout must be positive, got %s", o.Timeout), "for example --timeout 15m")
-	}
-	ref, err := reference.Lookup(lab.Project)
-	if err != nil {
-		return err
-	}
-	project := ""
-	if o.Project != "" {
-		abs, err := cmdutil.Dir(o.Project, "--project")
-		if err != nil {
-			return err
-		}
-		if err := labverify.CheckProject(abs, ref); err != nil {
-			return userr.Usage(err.Error(), "point --project at the directory where you ran `kubebuilder init`")
-		}
-		project = abs
 	}
 	interrupted := ctx // cancelled only by Ctrl-C or SIGTERM
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -176,22 +131,11 @@ func Run(ctx context.Context, o *Options) error {
 	// its own output, not klog-style lines.
 	ctrllog.SetLogger(logr.Discard())
 
-	c, err := o.f.Providers.FindCluster(ctx, o.Provider, o.Name)
+	c, target, err := o.locate(ctx, p)
 	if err != nil {
 		return err
 	}
-	runguard.CleanStaleNamespaces(ctx, c)
-	wd, _ := os.Getwd()
-	target, err := labverify.Resolve(ctx, labverify.Request{Cluster: c, Reference: ref, Project: project, WorkDir: wd, Find: o.FindOperator})
-	if err != nil {
-		return err
-	}
-	if target.OtherProject != "" {
-		fmt.Fprintf(s.ErrOut, "warning: the operator running is %s, but %s builds on %s: run `labctl up --lab %s` (or --project with your project) first\n",
-			target.OtherProject, lab.ID, ref.ProjectName, lab.ID)
-	}
-
-	ns := checks.NamespaceName(lab.ID)
+	ns := checks.NamespaceName(p.lab.ID)
 	if !o.Keep { // a kept namespace is the user's to inspect, not a leftover
 		forget := runguard.RememberNamespace(c, ns)
 		defer forget(context.WithoutCancel(ctx))
@@ -201,15 +145,111 @@ func Run(ctx context.Context, o *Options) error {
 	ctx, stopWatchdog := runguard.Watch(ctx, c)
 	defer stopWatchdog()
 
-	total := checks.CountChecks(lab, o.Tasks)
-	step := s.StartStep(fmt.Sprintf("Verifying %s on %s cluster %s", lab.ID, c.Provider, c.Name))
+	rep, err := o.check(ctx, interrupted, p, c, target, ns)
+	if err != nil {
+		return err
+	}
+	return o.finish(ctx, p, c, rep)
+}
+
+// plan is what verify knows before it touches a cluster: every flag
+// checked, the lab with the instructor's policy applied.
+type plan struct {
+	all     []*labs.Lab
+	lab     *labs.Lab
+	lang    string
+	ref     reference.Project
+	project string // --project, absolute; "" to find it
+}
+
+func (o *Options) plan() (*plan, error) {
+	all, err := o.f.Labs()
+	if err != nil {
+		return nil, err
+	}
+	lab, err := labs.FindLab(all, o.Lab)
+	if err != nil {
+		return nil, err
+	}
+	if lab, _, err = policy.ApplyFile(o.Policy, lab); err != nil {
+		return nil, err
+	}
+	if o.Credit == "" {
+		o.Credit = string(grade.CreditTasks)
+	}
+	if !slices.Contains(grade.Credits, grade.Credit(o.Credit)) {
+		return nil, userr.Usage(fmt.Sprintf("unknown credit %q", o.Credit), "use --credit tasks or --credit checks")
+	}
+	for _, t := range o.Tasks {
+		if _, ok := lab.Task(t); !ok {
+			var ids []string
+			for _, lt := range lab.Tasks {
+				ids = append(ids, lt.ID)
+			}
+			return nil, userr.Usage(fmt.Sprintf("%s has no task %q", lab.ID, t), "its tasks: "+strings.Join(ids, ", "))
+		}
+	}
+	if !slices.Contains(formats, o.Output) {
+		return nil, userr.Usage(fmt.Sprintf("unknown output format %q", o.Output), "use -o "+strings.Join(formats, ", -o "))
+	}
+	lang, err := labs.ResolveLang(o.Lang, o.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if o.Timeout <= 0 {
+		return nil, userr.Usage(fmt.Sprintf("--timeout must be positive, got %s", o.Timeout), "for example --timeout 15m")
+	}
+	ref, err := reference.Lookup(lab.Project)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{all: all, lab: lab, lang: lang, ref: ref}
+	if o.Project != "" {
+		abs, err := cmdutil.Dir(o.Project, "--project")
+		if err != nil {
+			return nil, err
+		}
+		if err := labverify.CheckProject(abs, ref); err != nil {
+			return nil, userr.Usage(err.Error(), "point --project at the directory where you ran `kubebuilder init`")
+		}
+		p.project = abs
+	}
+	return p, nil
+}
+
+// locate finds the cluster, then the operator and project to judge in it,
+// and warns when the operator running is another lab's.
+func (o *Options) locate(ctx context.Context, p *plan) (*cluster.Cluster, *labverify.Target, error) {
+	c, err := o.f.Providers.FindCluster(ctx, o.Provider, o.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	runguard.CleanStaleNamespaces(ctx, c)
+	wd, _ := os.Getwd()
+	target, err := labverify.Resolve(ctx, labverify.Request{Cluster: c, Reference: p.ref, Project: p.project, WorkDir: wd, Find: o.FindOperator})
+	if err != nil {
+		return nil, nil, err
+	}
+	if target.OtherProject != "" {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "warning: the operator running is %s, but %s builds on %s: run `labctl up --lab %s` (or --project with your project) first\n",
+			target.OtherProject, p.lab.ID, p.ref.ProjectName, p.lab.ID)
+	}
+	return c, target, nil
+}
+
+// check runs the lab's checks with a progress line, and turns a run that
+// did not end on its own (Ctrl-C, the cluster gone, --timeout) into the
+// error that says so: those tasks were not judged.
+func (o *Options) check(ctx, interrupted context.Context, p *plan, c *cluster.Cluster, target *labverify.Target, ns string) (*report.Report, error) {
+	total := checks.CountChecks(p.lab, o.Tasks)
+	step := o.f.IOStreams.StartStep(fmt.Sprintf("Verifying %s on %s cluster %s", p.lab.ID, c.Provider, c.Name))
 	done, failed := 0, 0
 	rep, err := checks.Run(ctx, checks.Options{
-		Lab:        lab,
+		Lab:        p.lab,
 		Cluster:    c,
 		Operator:   target.Operator,
 		ProjectDir: target.Project,
-		Lang:       lang,
+		Lang:       p.lang,
 		Tasks:      o.Tasks,
 		Keep:       o.Keep,
 		Namespace:  ns,
@@ -227,42 +267,53 @@ func Run(ctx context.Context, o *Options) error {
 	})
 	if interrupted.Err() != nil {
 		step.Fail()
-		again := cmdutil.Invocation() + " verify " + lab.ID
+		again := cmdutil.Invocation() + " verify " + p.lab.ID
 		if c.Name != cluster.DefaultName {
 			again += " --name " + c.Name
 		}
-		return userr.Wrap(interrupted.Err(), userr.ExitInterrupted, "interrupted: the tasks were not run to the end and are not judged",
+		return nil, userr.Wrap(interrupted.Err(), userr.ExitInterrupted, "interrupted: the tasks were not run to the end and are not judged",
 			"run `"+again+"` again when you are ready")
 	}
 	if gone := runguard.Gone(ctx, c, err != nil || !rep.AllPassed()); gone != nil {
 		step.Fail()
-		return userr.Wrap(gone, userr.ExitFailure, fmt.Sprintf("the cluster stopped answering during verify (%s); the tasks were not judged", userr.Message(gone)),
+		return nil, userr.Wrap(gone, userr.ExitFailure, fmt.Sprintf("the cluster stopped answering during verify (%s); the tasks were not judged", userr.Message(gone)),
 			"`labctl status` shows which component stopped; `labctl up` restarts it, then verify again")
 	}
 	if err != nil {
 		step.Fail()
 		if errors.Is(err, context.DeadlineExceeded) {
-			return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("verify did not finish within %s", o.Timeout), "raise --timeout, or check the cluster with `labctl status`")
+			return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("verify did not finish within %s", o.Timeout), "raise --timeout, or check the cluster with `labctl status`")
 		}
-		return err
+		return nil, err
 	}
 	if rep.AllPassed() {
 		step.Done(fmt.Sprintf("%d/%d tasks passed", rep.Summary.Passed, rep.Summary.Tasks))
-		if len(o.Tasks) == 0 {
-			if err := cmdutil.RecordPassed(lab.ID); err != nil {
-				fmt.Fprintf(s.ErrOut, "warning: cannot record that %s passed (%v); hints will not move on to the next lab\n", lab.ID, err)
-			} else if next := cmdutil.NextLab(all, lab.Project); next != nil && next.ID != lab.ID {
-				defer fmt.Fprintln(s.ErrOut, "next: "+cmdutil.VerifyCommand(next.ID, c.Name))
-			}
-		}
 	} else {
 		step.Fail()
 	}
-	if err := write(s, lab, rep, o.Output, grade.Credit(o.Credit)); err != nil {
+	return rep, nil
+}
+
+// finish records a whole lab passed (the hints then move on to the next),
+// writes the report, and returns the exit status: 3 when a task failed.
+func (o *Options) finish(ctx context.Context, p *plan, c *cluster.Cluster, rep *report.Report) error {
+	s := o.f.IOStreams
+	next := ""
+	if rep.AllPassed() && len(o.Tasks) == 0 {
+		if err := cmdutil.RecordPassed(p.lab.ID); err != nil {
+			fmt.Fprintf(s.ErrOut, "warning: cannot record that %s passed (%v); hints will not move on to the next lab\n", p.lab.ID, err)
+		} else if n := cmdutil.NextLab(p.all, p.lab.Project); n != nil && n.ID != p.lab.ID {
+			next = "next: " + cmdutil.VerifyCommand(n.ID, c.Name)
+		}
+	}
+	if err := write(s, p.lab, rep, o.Output, grade.Credit(o.Credit)); err != nil {
 		return err
 	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		fmt.Fprintf(s.ErrOut, "verify ran out of time (--timeout %s): checks still running were reported as errors\n", o.Timeout)
+	}
+	if next != "" {
+		fmt.Fprintln(s.ErrOut, next)
 	}
 	if !rep.AllPassed() {
 		return &cmdutil.SilentError{Code: userr.ExitChecks}
