@@ -76,182 +76,240 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	if c.Env.StateDir == "" {
 		return nil, userr.New("running an operator as a local process needs a local cluster", "use `labctl up --provider local`, or deploy in-cluster on kind")
 	}
-	s := opts.Streams
-	if s == nil {
-		s, _, _ = iostreams.Test(false)
+	d := &localDeploy{c: c, p: p, opts: opts, s: opts.Streams}
+	if d.s == nil {
+		d.s, _, _ = iostreams.Test(false)
 	}
-	objs, err := p.RenderIn(ctx, opts.Box)
+	for _, phase := range []func(context.Context) error{d.install, d.build, d.credentials, d.start, d.awaitReady, d.swap} {
+		if err := phase(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return operatorFor(p, d.rec, d.dir), nil
+}
+
+// localDeploy is one RunLocal, carried from phase to phase.
+type localDeploy struct {
+	c    *cluster.Cluster
+	p    *Project
+	opts LocalOptions
+	s    *iostreams.IOStreams
+
+	rec       localRecord
+	live, dir string // the slot of the manager running now ("" if none) and the new one's
+	bin       string // the manager binary, as the supervisor starts it
+	// kubeconfig holds only the ServiceAccount token the supervisor renews.
+	kubeconfig string
+	duties     supervise.Duties
+	logFile    string
+	restarts   string
+	starting   *iostreams.Step // the start-up step, open until awaitReady
+}
+
+// install applies config/default but the manager Deployment (whose
+// namespace and ServiceAccount the manager process takes instead) and the
+// webhook configurations no local Service could serve.
+func (d *localDeploy) install(ctx context.Context) error {
+	objs, err := d.p.RenderIn(ctx, d.opts.Box)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rec := localRecord{Name: p.Name, ProjectDir: p.Dir}
+	d.rec = localRecord{Name: d.p.Name, ProjectDir: d.p.Dir}
 	var keep []*unstructured.Unstructured
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "Deployment":
-			if rec.Namespace == "" {
-				rec.Namespace = o.GetNamespace()
-				rec.ServiceAccount, _, _ = unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
+			if d.rec.Namespace == "" {
+				d.rec.Namespace = o.GetNamespace()
+				d.rec.ServiceAccount, _, _ = unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
 			}
 			continue
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
-			fmt.Fprintf(s.ErrOut, "Skipping %s %s: webhooks are not served on the local provider.\n", o.GetKind(), o.GetName())
+			fmt.Fprintf(d.s.ErrOut, "Skipping %s %s: webhooks are not served on the local provider.\n", o.GetKind(), o.GetName())
 			continue
 		}
 		keep = append(keep, o)
 	}
-	if rec.Namespace == "" {
-		return nil, userr.Usage(p.Dir+"/config/default renders no manager Deployment", "check config/default/kustomization.yaml includes ../manager, as kubebuilder scaffolds it")
+	if d.rec.Namespace == "" {
+		return userr.Usage(d.p.Dir+"/config/default renders no manager Deployment", "check config/default/kustomization.yaml includes ../manager, as kubebuilder scaffolds it")
 	}
-	if rec.ServiceAccount == "" {
-		rec.ServiceAccount = "default"
+	if d.rec.ServiceAccount == "" {
+		d.rec.ServiceAccount = "default"
 	}
 
-	step := s.StartStep("Installing CRDs and RBAC from config/default")
-	applier, err := kube.NewApplier(c.Config)
+	step := d.s.StartStep("Installing CRDs and RBAC from config/default")
+	applier, err := kube.NewApplier(d.c.Config)
 	if err != nil {
 		step.Fail()
-		return nil, err
+		return err
 	}
 	skipped, err := applier.Apply(ctx, keep)
 	if err != nil {
 		step.Fail()
-		return nil, userr.Wrap(err, userr.ExitFailure, "cannot install the project's manifests: "+err.Error(), "run `make manifests` in the project and check config/")
+		return userr.Wrap(err, userr.ExitFailure, "cannot install the project's manifests: "+err.Error(), "run `make manifests` in the project and check config/")
 	}
 	step.Done(fmt.Sprintf("%d objects", len(keep)-len(skipped)))
 	for _, sk := range skipped {
-		fmt.Fprintf(s.ErrOut, "Skipped %s %s: %s.\n", sk.Object.GetKind(), sk.Object.GetName(), sk.Reason)
+		fmt.Fprintf(d.s.ErrOut, "Skipped %s %s: %s.\n", sk.Object.GetKind(), sk.Object.GetName(), sk.Reason)
 	}
+	return nil
+}
 
-	// The new manager starts beside the one running (if any) and replaces
-	// it only once it is ready: a redeploy that fails leaves the working
-	// operator serving.
-	live, dir := slotsFor(operatorsDir(c), p.Name)
-	if err := stopOperator(ctx, dir); err != nil { // a half-started one of a killed deploy
-		return nil, err
+// build picks the new manager's slot and builds it there. The new manager
+// starts beside the one running (if any) and replaces it only once it is
+// ready: a redeploy that fails leaves the working operator serving.
+func (d *localDeploy) build(ctx context.Context) error {
+	d.live, d.dir = slotsFor(operatorsDir(d.c), d.p.Name)
+	if err := stopOperator(ctx, d.dir); err != nil { // a half-started one of a killed deploy
+		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return err
 	}
-	step = s.StartStep("Building the manager (go build)")
-	bin, reused, err := BuildManager(ctx, p, BuildOptions{Go: opts.Go, Box: opts.Box})
+	step := d.s.StartStep("Building the manager (go build)")
+	bin, reused, err := BuildManager(ctx, d.p, BuildOptions{Go: d.opts.Go, Box: d.opts.Box})
 	if err != nil {
 		step.Fail()
-		return nil, err
+		return err
 	}
-	rec.SourceHash, _ = operator.SourceFingerprint(p.Dir)
+	d.bin = bin
+	d.rec.SourceHash, _ = operator.SourceFingerprint(d.p.Dir)
 	if reused {
 		step.Done("unchanged sources, reused")
 	} else {
 		step.Done()
 	}
+	return nil
+}
 
-	identity := operator.ServiceAccountUser(rec.Namespace, rec.ServiceAccount)
-	// The manager's only credential: a token of its ServiceAccount.
-	if _, err := kube.WaitFor(ctx, c.Config, corev1.SchemeGroupVersion.WithResource("serviceaccounts"), rec.Namespace, rec.ServiceAccount, time.Minute, kube.Exists); err != nil {
-		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager's ServiceAccount %s/%s did not appear: %v", rec.Namespace, rec.ServiceAccount, err), "check config/rbac/service_account.yaml in the project")
+// credentials gives the manager its only credential: a token of its
+// ServiceAccount, in a kubeconfig of its own, renewed by the supervisor.
+func (d *localDeploy) credentials(ctx context.Context) error {
+	ns, sa := d.rec.Namespace, d.rec.ServiceAccount
+	if _, err := kube.WaitFor(ctx, d.c.Config, corev1.SchemeGroupVersion.WithResource("serviceaccounts"), ns, sa, time.Minute, kube.Exists); err != nil {
+		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager's ServiceAccount %s/%s did not appear: %v", ns, sa, err), "check config/rbac/service_account.yaml in the project")
 	}
-	kubeconfig, err := satoken.Issue(ctx, c.Config, dir, rec.Namespace, rec.ServiceAccount)
+	kubeconfig, err := satoken.Issue(ctx, d.c.Config, d.dir, ns, sa)
 	if err != nil {
-		return nil, userr.Wrap(err, userr.ExitFailure, "cannot issue the manager's ServiceAccount token: "+err.Error(), "run `labctl down` and `labctl up` again")
+		return userr.Wrap(err, userr.ExitFailure, "cannot issue the manager's ServiceAccount token: "+err.Error(), "run `labctl down` and `labctl up` again")
 	}
-	duties := supervise.Duties{Token: &satoken.Refresher{
-		AdminKubeconfig: c.Kubeconfig, Namespace: rec.Namespace, Name: rec.ServiceAccount, File: filepath.Join(dir, "token"),
+	d.kubeconfig = kubeconfig
+	d.duties = supervise.Duties{Token: &satoken.Refresher{
+		AdminKubeconfig: d.c.Kubeconfig, Namespace: ns, Name: sa, File: filepath.Join(d.dir, "token"),
 	}}
+	return nil
+}
+
+// start runs the manager under its supervisor (in the sandbox when there
+// is one) and records it in the slot, so status, reset and down find it.
+func (d *localDeploy) start(context.Context) error {
 	port, err := freeport.Get()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rec.ProbePort = port
-	logFile, restartsFile := filepath.Join(dir, "manager.log"), filepath.Join(dir, "restarts")
-	_ = os.Remove(logFile)
-	_ = os.Remove(restartsFile)
-	if opts.Box != nil {
-		spec, inBox := managerSandbox(opts.Box, bin, dir, kubeconfig)
+	d.rec.ProbePort = port
+	d.logFile, d.restarts = filepath.Join(d.dir, "manager.log"), filepath.Join(d.dir, "restarts")
+	_ = os.Remove(d.logFile)
+	_ = os.Remove(d.restarts)
+	bin := d.bin
+	if d.opts.Box != nil {
+		spec, inBox := managerSandbox(d.opts.Box, bin, d.dir, d.kubeconfig)
 		raw, _ := json.Marshal(spec)
-		duties.SandboxSpec = filepath.Join(dir, "sandbox.json")
-		if err := os.WriteFile(duties.SandboxSpec, raw, 0o644); err != nil {
-			return nil, err
+		d.duties.SandboxSpec = filepath.Join(d.dir, "sandbox.json")
+		if err := os.WriteFile(d.duties.SandboxSpec, raw, 0o644); err != nil {
+			return err
 		}
 		bin = inBox
 	}
-	path, args, env, err := supervise.CommandWith(logFile, restartsFile, opts.Limits, duties, []string{bin,
-		"--kubeconfig=" + kubeconfig,
+	path, args, env, err := supervise.CommandWith(d.logFile, d.restarts, d.opts.Limits, d.duties, []string{bin,
+		"--kubeconfig=" + d.kubeconfig,
 		"--metrics-bind-address=0",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port),
 		"--leader-elect=false",
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	how := identity
-	if opts.Box != nil {
-		how += fmt.Sprintf(", sandboxed as uid %d", opts.Box.UID)
+	how := operator.ServiceAccountUser(d.rec.Namespace, d.rec.ServiceAccount)
+	if d.opts.Box != nil {
+		how += fmt.Sprintf(", sandboxed as uid %d", d.opts.Box.UID)
 	}
-	step = s.StartStep(fmt.Sprintf("Starting the manager as %s", how))
+	step := d.s.StartStep(fmt.Sprintf("Starting the manager as %s", how))
 	sup, err := proc.Start(proc.Spec{
 		Name:         "manager supervisor",
 		Path:         path,
 		Args:         args,
-		Env:          append(env, "KUBECONFIG="+kubeconfig, "ENABLE_WEBHOOKS=false"),
-		Dir:          p.Dir,
-		LogFile:      filepath.Join(dir, "supervisor.log"),
-		TiedToParent: opts.TiedToParent,
+		Env:          append(env, "KUBECONFIG="+d.kubeconfig, "ENABLE_WEBHOOKS=false"),
+		Dir:          d.p.Dir,
+		LogFile:      filepath.Join(d.dir, "supervisor.log"),
+		TiedToParent: d.opts.TiedToParent,
 	})
 	if err != nil {
 		step.Fail()
-		return nil, err
+		return err
 	}
-	if err := proc.SaveRecord(filepath.Join(dir, proc.SupervisorRecord), sup.Record()); err != nil {
+	if err := proc.SaveRecord(filepath.Join(d.dir, proc.SupervisorRecord), sup.Record()); err != nil {
 		step.Fail()
-		return nil, err
+		return err
 	}
-	raw, _ := json.MarshalIndent(rec, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "operator.json"), raw, 0o644); err != nil {
+	raw, _ := json.MarshalIndent(d.rec, "", "  ")
+	if err := os.WriteFile(filepath.Join(d.dir, "operator.json"), raw, 0o644); err != nil {
 		step.Fail()
-		return nil, err
+		return err
 	}
-	timeout := opts.ReadyTimeout
+	d.starting = step // awaitReady ends it
+	return nil
+}
+
+// awaitReady waits for the new manager's /readyz. One that crash-loops or
+// hangs is stopped (or, with KeepUnready, kept in place of the old one:
+// two managers never stay) and the error quotes what its log says.
+func (d *localDeploy) awaitReady(ctx context.Context) error {
+	timeout := d.opts.ReadyTimeout
 	if timeout == 0 {
 		timeout = 90 * time.Second
 	}
-	if err := waitManagerReady(ctx, port, restartsFile, timeout); err != nil {
-		step.Fail()
-		// A manager that crash-loops or hangs is not left running.
-		if !opts.KeepUnready {
-			_ = stopOperator(context.WithoutCancel(ctx), dir)
-		} else if live != "" {
-			// The caller keeps the new one: two managers never stay.
-			_ = stopOperator(context.WithoutCancel(ctx), live)
-			live = ""
-		}
-		var tail []string
-		for _, l := range proc.Tail(logFile, 60) {
-			if !strings.HasPrefix(l, "==== labctl supervisor") {
-				tail = append(tail, l) // the manager's own words, not the supervisor's notes
-			}
-		}
-		if s.Verbose {
-			for _, l := range tail[max(0, len(tail)-6):] {
-				fmt.Fprintln(s.ErrOut, s.Styles().Muted.Render("  "+l))
-			}
-		}
-		still := ""
-		if live != "" {
-			still = " (the operator deployed before keeps running)"
-		}
-		return nil, userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log says: %s%s", err, logline.Cut(logline.Cause(tail), 200), still),
-			"see "+logFile+"; fix the operator and run `labctl up` again")
+	err := waitManagerReady(ctx, d.rec.ProbePort, d.restarts, timeout)
+	if err == nil {
+		d.starting.Done()
+		return nil
 	}
-	step.Done()
-	if live != "" {
-		// The swap: the new manager serves, the one it replaces goes.
-		if err := stopOperator(context.WithoutCancel(ctx), live); err != nil {
-			return nil, err
-		}
-		_ = os.RemoveAll(live)
+	d.starting.Fail()
+	if !d.opts.KeepUnready {
+		_ = stopOperator(context.WithoutCancel(ctx), d.dir)
+	} else if d.live != "" {
+		_ = stopOperator(context.WithoutCancel(ctx), d.live)
+		d.live = ""
 	}
-	return operatorFor(p, rec, dir), nil
+	var tail []string
+	for _, l := range proc.Tail(d.logFile, 60) {
+		if !strings.HasPrefix(l, "==== labctl supervisor") {
+			tail = append(tail, l) // the manager's own words, not the supervisor's notes
+		}
+	}
+	if d.s.Verbose {
+		for _, l := range tail[max(0, len(tail)-6):] {
+			fmt.Fprintln(d.s.ErrOut, d.s.Styles().Muted.Render("  "+l))
+		}
+	}
+	still := ""
+	if d.live != "" {
+		still = " (the operator deployed before keeps running)"
+	}
+	return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("the manager did not become ready: %v; its log says: %s%s", err, logline.Cut(logline.Cause(tail), 200), still),
+		"see "+d.logFile+"; fix the operator and run `labctl up` again")
+}
+
+// swap: the new manager serves, the one it replaces goes.
+func (d *localDeploy) swap(ctx context.Context) error {
+	if d.live == "" {
+		return nil
+	}
+	if err := stopOperator(context.WithoutCancel(ctx), d.live); err != nil {
+		return err
+	}
+	_ = os.RemoveAll(d.live)
+	return nil
 }
 
 // nextSlot names the second directory of a project's manager: a redeploy
