@@ -113,15 +113,60 @@ type Options struct {
 // (OutcomeError) make the returned error non-nil after everything was
 // written; so does an interrupted run, which keeps the results it has.
 func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
+	if err := o.complete(); err != nil {
+		return nil, err
+	}
+	out, err := openOutputs(o.OutDir, o.Lab, o.Lang, o.Credit, o.RevealHidden)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.usePolicy(o.Policy); err != nil {
+		return nil, err
+	}
+	// Written with the first result; describes the rows this run grades.
+	out.gb.Run = &report.GradeRun{Version: o.Version, Started: time.Now().UTC(), Jobs: o.Jobs,
+		Timeout: report.Duration(o.Timeout), CPU: report.Duration(o.Limits.CPU), MemoryBytes: int64(o.Limits.Memory)}
+	work, cleanup, err := prepareWork(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	g := newGrader(ctx, o, out, work)
+	defer g.progress.stop()
+	results, writeErr := g.all(ctx)
+	g.progress.stop()
+	if writeErr != nil {
+		return out.gb, userr.Wrap(writeErr, userr.ExitFailure, "cannot write the results: "+writeErr.Error(), "check "+o.OutDir)
+	}
+	printSummary(o.Streams, o.Lab, results, o.OutDir)
+	if ctx.Err() != nil {
+		return out.gb, ctx.Err()
+	}
+	var failed []string
+	for _, r := range results {
+		if r != nil && r.Outcome == report.OutcomeError {
+			failed = append(failed, r.Student+" ("+r.Message+")")
+		}
+	}
+	if len(failed) > 0 {
+		return out.gb, userr.New(fmt.Sprintf("%d submission(s) could not be graded: %s", len(failed), strings.Join(failed, "; ")),
+			"fix what the message says and grade those students again (their rows are replaced)")
+	}
+	return out.gb, nil
+}
+
+// complete checks the options and fills in their defaults, before any
+// work: a roster or flag mistake costs nothing.
+func (o *Options) complete() error {
 	if o.Lab == nil || len(o.Submissions) == 0 {
-		return nil, errors.New("grade.Run needs a lab and submissions")
+		return errors.New("grade.Run needs a lab and submissions")
 	}
 	if err := checks.Validate(o.Lab); err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range o.Submissions {
 		if err := ValidStudent(s.Student); err != nil {
-			return nil, userr.Usage(err.Error(), "fix the roster")
+			return userr.Usage(err.Error(), "fix the roster")
 		}
 	}
 	if o.Lang == "" {
@@ -139,7 +184,7 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 		o.Credit = CreditTasks
 	case CreditChecks, CreditTasks:
 	default:
-		return nil, userr.Usage(fmt.Sprintf("unknown credit policy %q", o.Credit), "use tasks or checks")
+		return userr.Usage(fmt.Sprintf("unknown credit policy %q", o.Credit), "use tasks or checks")
 	}
 	if o.Limits.IsZero() && !o.NoLimits {
 		o.Limits = supervise.Limits{CPU: DefaultCPU, Memory: DefaultMemory}
@@ -159,46 +204,60 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	}
 	if !o.UnsafeNoSandbox {
 		if sup := sandbox.Probe(); !sup.OK {
-			return nil, userr.Env("cannot sandbox the submissions: "+sup.Reason,
+			return userr.Env("cannot sandbox the submissions: "+sup.Reason,
 				"grade as root on a machine with mount and pid namespaces (`labctl doctor` tells), or pass --unsafe-no-sandbox to run the students' code unconfined, as you")
 		}
 	}
-	out, err := openOutputs(o.OutDir, o.Lab, o.Lang, o.Credit, o.RevealHidden)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// prepareWork makes the run's work directory (after cleaning what killed
+// runs left) and points the grader's temporary files into it; cleanup
+// removes both and restores TMPDIR.
+func prepareWork(ctx context.Context, o Options) (work string, cleanup func(), err error) {
+	var undo []func()
+	cleanup = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
 	}
-	if err := out.usePolicy(o.Policy); err != nil {
-		return nil, err
-	}
-	// Written with the first result; describes the rows this run grades.
-	out.gb.Run = &report.GradeRun{Version: o.Version, Started: time.Now().UTC(), Jobs: o.Jobs,
-		Timeout: report.Duration(o.Timeout), CPU: report.Duration(o.Limits.CPU), MemoryBytes: int64(o.Limits.Memory)}
-	s := o.Streams
-	work := o.WorkDir
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	work = o.WorkDir
 	if work == "" {
 		root := WorkRoot()
 		cleaned, err := CleanStale(ctx, root)
 		if err != nil {
-			return nil, userr.Wrap(err, userr.ExitFailure, "cannot clean up after earlier grading runs: "+err.Error(), "check "+root)
+			return "", nil, userr.Wrap(err, userr.ExitFailure, "cannot clean up after earlier grading runs: "+err.Error(), "check "+root)
 		}
 		if line := cleaned.String(); line != "" {
-			fmt.Fprintln(s.ErrOut, line)
+			fmt.Fprintln(o.Streams.ErrOut, line)
 		}
 		if work, err = newWorkDir(root); err != nil {
-			return nil, userr.Wrap(err, userr.ExitFailure, err.Error(), "check the disk and XDG_STATE_HOME")
+			return "", nil, userr.Wrap(err, userr.ExitFailure, err.Error(), "check the disk and XDG_STATE_HOME")
 		}
-		defer os.RemoveAll(work)
+		made := work
+		undo = append(undo, func() { os.RemoveAll(made) })
 	}
 	if work, err = filepath.Abs(work); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	restoreTemp, err := useTempDir(filepath.Join(work, tempDirName))
 	if err != nil {
-		return nil, userr.Wrap(err, userr.ExitFailure, "cannot create the grader's temporary directory: "+err.Error(), "check the disk and XDG_STATE_HOME")
+		return "", nil, userr.Wrap(err, userr.ExitFailure, "cannot create the grader's temporary directory: "+err.Error(), "check the disk and XDG_STATE_HOME")
 	}
-	defer restoreTemp()
-	defer os.RemoveAll(filepath.Join(work, tempDirName))
+	tmp := filepath.Join(work, tempDirName)
+	undo = append(undo, restoreTemp, func() { os.RemoveAll(tmp) })
+	return work, cleanup, nil
+}
 
+// newGrader says what this run will do (limits, sandbox, warnings) and
+// sets up what every submission's grading shares.
+func newGrader(ctx context.Context, o Options, out *outputs, work string) *grader {
+	s := o.Streams
 	if o.UnsafeNoSandbox {
 		fmt.Fprintln(s.ErrOut, "WARNING: --unsafe-no-sandbox: the submissions' code runs as you, unconfined; a hostile submission can change its grade or anyone's.")
 	}
@@ -226,14 +285,17 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 	}
 	g.progress = newProgress(s, o.Submissions)
 	g.stages = g.progress
-	defer g.progress.stop()
+	return g
+}
 
-	results := make([]*report.GradedSubmission, len(o.Submissions))
+// all grades every submission, o.Jobs at a time, recording each result as
+// it comes; an interrupted run grades no more and records none it cut.
+func (g *grader) all(ctx context.Context) (results []*report.GradedSubmission, writeErr error) {
+	results = make([]*report.GradedSubmission, len(g.o.Submissions))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, o.Jobs)
-	var writeErr error
+	sem := make(chan struct{}, g.o.Jobs)
 	var mu sync.Mutex
-	for i, sub := range o.Submissions {
+	for i, sub := range g.o.Submissions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -254,7 +316,7 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 				return
 			}
 			results[i] = res
-			if err := out.record(res); err != nil {
+			if err := g.out.record(res); err != nil {
 				mu.Lock()
 				writeErr = errors.Join(writeErr, err)
 				mu.Unlock()
@@ -263,25 +325,7 @@ func Run(ctx context.Context, o Options) (*report.Gradebook, error) {
 		}()
 	}
 	wg.Wait()
-	g.progress.stop()
-	if writeErr != nil {
-		return out.gb, userr.Wrap(writeErr, userr.ExitFailure, "cannot write the results: "+writeErr.Error(), "check "+o.OutDir)
-	}
-	printSummary(s, o.Lab, results, o.OutDir)
-	if ctx.Err() != nil {
-		return out.gb, ctx.Err()
-	}
-	var failed []string
-	for _, r := range results {
-		if r != nil && r.Outcome == report.OutcomeError {
-			failed = append(failed, r.Student+" ("+r.Message+")")
-		}
-	}
-	if len(failed) > 0 {
-		return out.gb, userr.New(fmt.Sprintf("%d submission(s) could not be graded: %s", len(failed), strings.Join(failed, "; ")),
-			"fix what the message says and grade those students again (their rows are replaced)")
-	}
-	return out.gb, nil
+	return results, writeErr
 }
 
 func summaryLine(r *report.GradedSubmission) string {
