@@ -34,10 +34,11 @@ type scenario struct {
 	marks     map[string]time.Time
 	deleted   map[string]types.UID
 	recorders map[string]*recorder
+	premises  map[string]*premise
 }
 
 func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*report.CheckResult)) {
-	s := &scenario{r: r, sc: sc, marks: map[string]time.Time{}, deleted: map[string]types.UID{}, recorders: map[string]*recorder{}}
+	s := &scenario{r: r, sc: sc, marks: map[string]time.Time{}, deleted: map[string]types.UID{}, recorders: map[string]*recorder{}, premises: map[string]*premise{}}
 	rctx, stopRecording := context.WithCancel(ctx)
 	defer stopRecording()
 	// blocked says why the rest of the scenario cannot run; a failed gate
@@ -120,6 +121,7 @@ func (r *run) runScenario(ctx context.Context, sc *labs.Scenario, collect func(*
 			}()
 		}
 		wg.Wait()
+		s.judgePremises(ctx, outs)
 		if len(notes) > 0 {
 			outs[0].Notes = append(notes, outs[0].Notes...)
 			notes = nil
@@ -212,8 +214,11 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 		if step.Patch.Subresource != "" {
 			sub = []string{step.Patch.Subresource}
 		}
-		_, err = r.dyn.Resource(gvr).Namespace(r.ns).Patch(ctx, step.Patch.Ref.Name, types.MergePatchType, data,
+		stored, err := r.dyn.Resource(gvr).Namespace(r.ns).Patch(ctx, step.Patch.Ref.Name, types.MergePatchType, data,
 			metav1.PatchOptions{FieldManager: FieldManager}, sub...)
+		if err == nil && step.Patch.Subresource == "status" {
+			s.rememberPremise(step.Patch.Ref, gvr, step.Patch.Merge, stored)
+		}
 		return err
 	case step.Wait != nil:
 		_, gvr, _, err := r.gvr(step.Wait.Ref.Kind)
@@ -246,6 +251,7 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			if err != nil {
 				return err
 			}
+			s.forgetPremises(gvr, "")
 			for _, item := range list.Items {
 				s.setDeleted(labs.Ref{Kind: step.Delete.All, Name: item.GetName()}, item.GetUID())
 				err := r.dyn.Resource(gvr).Namespace(r.ns).Delete(ctx, item.GetName(), metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)})
@@ -269,6 +275,7 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			return err
 		}
 		s.setDeleted(ref, obj.GetUID())
+		s.forgetPremises(gvr, ref.Name)
 		return res.Delete(ctx, ref.Name, metav1.DeleteOptions{
 			Preconditions:     &metav1.Preconditions{UID: ptrTo(obj.GetUID())},
 			PropagationPolicy: ptrTo(metav1.DeletePropagationBackground),

@@ -254,7 +254,10 @@ type Patch struct {
 	// Merge is the patch.
 	// +kubebuilder:validation:MinProperties=1
 	Merge map[string]any `json:"merge"`
-	// Subresource "status" patches the status subresource.
+	// Subresource "status" patches the status subresource. Such a status
+	// is the operator's to write: when a check after the patch fails and
+	// the operator has written over a field the patch set, the check
+	// could not run (it stood on that status) and costs nothing.
 	// +kubebuilder:validation:Enum=status
 	Subresource string `json:"subresource,omitempty"`
 }
