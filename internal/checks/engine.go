@@ -92,12 +92,41 @@ type GoRunner func(ctx context.Context, dir string, args ...string) (stderr stri
 
 // Run verifies a lab and returns the report. An error means the run could
 // not happen at all (no cluster, bad lab); failed checks are in the report.
+// Its phases: complete the options, newRun, newReport, prepareNamespace,
+// runScenarios, leaveNamespace, tasks.
 func Run(ctx context.Context, o Options) (*report.Report, error) {
+	if err := o.complete(); err != nil {
+		return nil, err
+	}
+	r, err := newRun(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	rep := r.newReport()
+	scenarios := r.selectScenarios()
+	needsNamespace := slices.ContainsFunc(scenarios, scenarioNeedsNamespace)
+	if needsNamespace {
+		if err := r.prepareNamespace(ctx, rep); err != nil {
+			return nil, err
+		}
+	}
+	results := r.runScenarios(ctx, scenarios)
+	if needsNamespace {
+		r.leaveNamespace(ctx, rep)
+	}
+	rep.Tasks = r.tasks(results)
+	rep.Duration = report.Duration(time.Since(rep.Started))
+	rep.Finish()
+	return rep, nil
+}
+
+// complete validates the options and fills in the defaults.
+func (o *Options) complete() error {
 	if o.Lab == nil || o.Cluster == nil || o.Cluster.Config == nil {
-		return nil, errors.New("checks.Run needs a lab and a cluster")
+		return errors.New("checks.Run needs a lab and a cluster")
 	}
 	if err := Validate(o.Lab); err != nil {
-		return nil, err
+		return err
 	}
 	if o.Lang == "" {
 		o.Lang = "en"
@@ -110,14 +139,15 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	for _, t := range o.Tasks {
 		if _, ok := o.Lab.Task(t); !ok {
-			return nil, fmt.Errorf("lab %s has no task %s", o.Lab.ID, t)
+			return fmt.Errorf("lab %s has no task %s", o.Lab.ID, t)
 		}
 	}
-	r, err := newRun(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	started := time.Now()
+	return nil
+}
+
+// newReport is the report's header, started now.
+func (r *run) newReport() *report.Report {
+	o := r.o
 	rep := &report.Report{
 		Lab:      o.Lab.ID,
 		Title:    o.Lab.Title.In(o.Lang),
@@ -125,39 +155,42 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		Cluster:  o.Cluster.Name,
 		Provider: o.Cluster.Provider,
 		Project:  o.ProjectDir,
-		Started:  started,
+		Started:  time.Now(),
 	}
 	if o.Operator != nil {
 		rep.Operator = o.Operator.Identity
 		rep.OperatorProject, rep.OperatorDir = o.Operator.ProjectName, o.Operator.ProjectDir
 	}
+	return rep
+}
 
-	scenarios := r.selectScenarios()
-	needsNamespace := false
-	for _, sc := range scenarios {
-		if scenarioNeedsNamespace(sc) {
-			needsNamespace = true
-		}
+// prepareNamespace creates the run's namespace and measures how fast the
+// cluster writes (the waits stretch by it).
+func (r *run) prepareNamespace(ctx context.Context, rep *report.Report) error {
+	if err := r.createNamespace(ctx); err != nil {
+		return err
 	}
-	if needsNamespace {
-		if err := r.createNamespace(ctx); err != nil {
-			return nil, err
-		}
-		rep.Namespace = r.ns
-		if note := r.calibrate(ctx); note != "" {
-			rep.Notes = append(rep.Notes, note)
-		}
-		rep.WriteLatency = report.Duration(r.writeRTT)
+	rep.Namespace = r.ns
+	if note := r.calibrate(ctx); note != "" {
+		rep.Notes = append(rep.Notes, note)
 	}
+	rep.WriteLatency = report.Duration(r.writeRTT)
+	return nil
+}
 
+// runScenarios runs the scenarios in their order: the ordinary ones side by
+// side, then those that must run alone, then the lab's cleanup (not with
+// --keep), then the final ones (e.g. the operator's health over the whole
+// run). It returns the checks by ID.
+func (r *run) runScenarios(ctx context.Context, scenarios []*labs.Scenario) map[string]*report.CheckResult {
 	results := map[string]*report.CheckResult{}
 	var mu sync.Mutex
 	collect := func(c *report.CheckResult) {
 		mu.Lock()
 		defer mu.Unlock()
 		results[c.ID] = c
-		if o.OnCheck != nil {
-			o.OnCheck(c)
+		if r.o.OnCheck != nil {
+			r.o.OnCheck(c)
 		}
 	}
 	var wg sync.WaitGroup
@@ -177,13 +210,10 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 			r.runScenario(ctx, sc, collect)
 		}
 	}
-	// Then the lab's cleanup (not with --keep), then the final scenarios
-	// (e.g. the operator's health over the whole run).
 	for _, sc := range scenarios {
-		if !sc.Cleanup {
-			continue
-		}
-		if o.Keep {
+		switch {
+		case !sc.Cleanup:
+		case r.o.Keep:
 			for _, st := range sc.Steps {
 				if st.IsAssertion() {
 					c := r.toCheck(ctx, &st, skip("not run: --keep leaves the objects for inspection, so the lab's cleanup was skipped"))
@@ -191,24 +221,32 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 					collect(c)
 				}
 			}
-			continue
+		default:
+			r.runScenario(ctx, sc, collect)
 		}
-		r.runScenario(ctx, sc, collect)
 	}
 	for _, sc := range scenarios {
 		if sc.Final && !sc.Cleanup {
 			r.runScenario(ctx, sc, collect)
 		}
 	}
+	return results
+}
 
-	if needsNamespace {
-		if o.Keep {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("kept namespace %s and its objects (--keep)", r.ns))
-		} else {
-			rep.Notes = append(rep.Notes, r.cleanup(ctx)...)
-		}
+// leaveNamespace deletes the run's namespace, or keeps it with --keep.
+func (r *run) leaveNamespace(ctx context.Context, rep *report.Report) {
+	if r.o.Keep {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("kept namespace %s and its objects (--keep)", r.ns))
+		return
 	}
+	rep.Notes = append(rep.Notes, r.cleanup(ctx)...)
+}
 
+// tasks groups the checks by the lab's tasks (those asked for), in the
+// lab's order.
+func (r *run) tasks(results map[string]*report.CheckResult) []*report.Task {
+	o := r.o
+	var out []*report.Task
 	for _, t := range o.Lab.Tasks {
 		if len(o.Tasks) > 0 && !slices.Contains(o.Tasks, t.ID) {
 			continue
@@ -223,11 +261,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 				}
 			}
 		}
-		rep.Tasks = append(rep.Tasks, rt)
+		out = append(out, rt)
 	}
-	rep.Duration = report.Duration(time.Since(started))
-	rep.Finish()
-	return rep, nil
+	return out
 }
 
 // run is the state one verification shares across its scenarios.
