@@ -58,106 +58,137 @@ func (a *attempt) failWith(outcome report.GradeOutcome, err error) *report.Grade
 	return a.finish()
 }
 
+// ended is a phase's word that the attempt is over, with its result (nil
+// when the whole run was interrupted).
+type ended struct{ res *report.GradedSubmission }
+
 // run grades the project in dir (box: its sandbox, nil when unsandboxed):
 // a cluster of its own, its manager built and deployed, the lab's checks.
+// Its phases: load, startCluster (torn down at the end), deploy, verify.
 func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box) *report.GradedSubmission {
-	g, sub, res := a.g, a.sub, a.res
-	parent := a.parent
-	phase, finish, stopped, failWith := a.phase, a.finish, a.stopped, a.failWith
+	g, sub := a.g, a.sub
 	log := newStepLog(func(step string) { g.stages.detail(sub.Student, step) })
 	defer func() { g.out.saveLog(sub.Student, "grade.log", log.Bytes()) }()
 
-	// A lab without an operator (1.4: a CRD the student writes) has no
-	// kubebuilder project to load, build or run: its checks read the files.
-	ref, err := reference.Lookup(g.o.Lab.Project)
+	p, withOperator, err := a.load(project)
 	if err != nil {
-		return failWith(report.OutcomeError, err)
+		return a.failWith(report.OutcomeError, err)
 	}
-	p := &deploy.Project{Dir: project}
-	if ref.Operator {
-		if p, err = deploy.LoadProject(project); err != nil {
-			return failWith(report.OutcomeError, err)
-		}
-	}
-
-	// A fresh cluster of its own: different CRDs and operators never meet.
-	g.stages.set(sub.Student, "cluster", "")
-	t := time.Now()
-	prov := &local.Provider{StateRoot: filepath.Join(dir, "clusters"), TiedToParent: true, Binaries: g.o.Binaries, Operators: deploy.AsProcess{TiedToParent: true}}
-	streams := log.streams()
-	c, err := prov.Up(ctx, cluster.UpOptions{Name: clusterName, Streams: streams, SkipKubeconfigMerge: true, BinDir: g.o.BinDir})
-	phase("cluster", t)
+	c, prov, err := a.startCluster(ctx, dir, log)
 	defer func() {
 		g.stages.set(sub.Student, "tearing down", "")
 		t := time.Now()
 		if notes := g.teardown(ctx, prov, c, box); len(notes) > 0 {
-			res.Notes = append(res.Notes, notes...)
+			a.res.Notes = append(a.res.Notes, notes...)
 		}
-		phase("teardown", t)
+		a.phase("teardown", t)
 	}()
 	if err != nil {
 		if ctx.Err() != nil {
-			return stopped("starting its cluster")
+			return a.stopped("starting its cluster")
 		}
-		return failWith(report.OutcomeError, fmt.Errorf("its cluster did not start: %w", err))
+		return a.failWith(report.OutcomeError, fmt.Errorf("its cluster did not start: %w", err))
 	}
-
-	// Build, install CRDs and RBAC, run the manager under its identity.
-	g.stages.set(sub.Student, "deploying", "")
-	t = time.Now()
 	var op *operator.Operator
-	if ref.Operator {
-		op, err = deploy.RunLocal(ctx, c, p, deploy.LocalOptions{
-			Streams:      streams,
-			Go:           g.o.Go,
-			TiedToParent: true,
-			ReadyTimeout: g.o.ManagerReadyTimeout,
-			Limits:       g.o.Limits,
-			Box:          box,
-			KeepUnready:  true,
-		})
+	if withOperator {
+		var end *ended
+		if op, end = a.deploy(ctx, c, p, box, log); end != nil {
+			return end.res
+		}
 	}
-	phase("deploy", t)
+	return a.verify(ctx, c, p, op, box)
+}
+
+// load reads the submission's project. A lab without an operator (1.4: a
+// CRD the student writes) has no kubebuilder project to load, build or
+// run: its checks read the files.
+func (a *attempt) load(project string) (p *deploy.Project, withOperator bool, err error) {
+	ref, err := reference.Lookup(a.g.o.Lab.Project)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ref.Operator {
+		return &deploy.Project{Dir: project}, false, nil
+	}
+	p, err = deploy.LoadProject(project)
+	return p, err == nil, err
+}
+
+// startCluster starts a fresh cluster of the submission's own: different
+// CRDs and operators never meet. The provider is returned even when the
+// cluster did not start, so that what was started is torn down.
+func (a *attempt) startCluster(ctx context.Context, dir string, log *stepLog) (*cluster.Cluster, *local.Provider, error) {
+	g := a.g
+	g.stages.set(a.sub.Student, "cluster", "")
+	t := time.Now()
+	prov := &local.Provider{StateRoot: filepath.Join(dir, "clusters"), TiedToParent: true, Binaries: g.o.Binaries, Operators: deploy.AsProcess{TiedToParent: true}}
+	c, err := prov.Up(ctx, cluster.UpOptions{Name: clusterName, Streams: log.streams(), SkipKubeconfigMerge: true, BinDir: g.o.BinDir})
+	a.phase("cluster", t)
+	return c, prov, err
+}
+
+// deploy builds the manager, installs the CRDs and RBAC and runs the
+// manager under its identity. A manager that does not become ready is
+// still verified (what needs no running manager, schema and source,
+// still counts); a build or install that fails ends the attempt.
+func (a *attempt) deploy(ctx context.Context, c *cluster.Cluster, p *deploy.Project, box *sandbox.Box, log *stepLog) (*operator.Operator, *ended) {
+	g, res := a.g, a.res
+	g.stages.set(a.sub.Student, "deploying", "")
+	t := time.Now()
+	op, err := deploy.RunLocal(ctx, c, p, deploy.LocalOptions{
+		Streams:      log.streams(),
+		Go:           g.o.Go,
+		TiedToParent: true,
+		ReadyTimeout: g.o.ManagerReadyTimeout,
+		Limits:       g.o.Limits,
+		Box:          box,
+		KeepUnready:  true,
+	})
+	a.phase("deploy", t)
 	if op != nil && op.SourceHash != "" {
 		res.Built = fmt.Sprintf("built by labctl from the main package of the submission's cmd/main.go (sources %.12s)", op.SourceHash)
 	}
 	var buildErr *gobuild.Error
 	switch {
+	case err == nil:
+		return op, nil
 	case errors.As(err, &buildErr):
 		res.Outcome = report.OutcomeBuildFailed
 		res.BuildErrors = buildErrorLines(buildErr.Output, 12)
 		res.Message = "the project does not build: " + gobuild.FirstErrors(buildErr.Output, 1)
 		res.Tasks = zeroScores(g.o.Lab, report.Fail)
-		return finish()
-	case err != nil && ctx.Err() != nil:
-		return stopped("building and starting its manager")
+		return nil, &ended{a.finish()}
+	case ctx.Err() != nil:
+		return nil, &ended{a.stopped("building and starting its manager")}
 	case userr.Code(err) == userr.ExitEnvironment: // no Go toolchain, ...
-		return failWith(report.OutcomeError, err)
-	case err != nil:
-		// The manager did not become ready (it exits at start, or hangs).
-		// Its supervisor keeps restarting it: verify anyway, so what does
-		// not need a running manager (schema, source) still counts.
-		running, cerr := c.CurrentOperator(ctx, "", "")
-		if cerr != nil {
-			// No manager was started: config/default did not render or
-			// install (the project's fault, like a build error).
-			res.Tasks = zeroScores(g.o.Lab, report.Fail)
-			return failWith(report.OutcomeDeployFailed, err)
-		}
-		op = running
-		res.Message = "the manager did not become ready"
-		if cause := errors.Unwrap(err); cause != nil {
-			res.Message += " (" + cause.Error() + ")"
-		}
-		if b, lerr := op.Logs(ctx); lerr == nil {
-			if line := firstError(string(b)); line != "" {
-				res.Message += ": " + line
-			}
+		return nil, &ended{a.failWith(report.OutcomeError, err)}
+	}
+	// The manager did not become ready (it exits at start, or hangs). Its
+	// supervisor keeps restarting it: verify anyway.
+	running, cerr := c.CurrentOperator(ctx, "", "")
+	if cerr != nil {
+		// No manager was started: config/default did not render or
+		// install (the project's fault, like a build error).
+		res.Tasks = zeroScores(g.o.Lab, report.Fail)
+		return nil, &ended{a.failWith(report.OutcomeDeployFailed, err)}
+	}
+	res.Message = "the manager did not become ready"
+	if cause := errors.Unwrap(err); cause != nil {
+		res.Message += " (" + cause.Error() + ")"
+	}
+	if b, lerr := running.Logs(ctx); lerr == nil {
+		if line := firstError(string(b)); line != "" {
+			res.Message += ": " + line
 		}
 	}
+	return running, nil
+}
 
+// verify runs the lab's checks against the cluster and scores them.
+func (a *attempt) verify(ctx context.Context, c *cluster.Cluster, p *deploy.Project, op *operator.Operator, box *sandbox.Box) *report.GradedSubmission {
+	g, sub, res := a.g, a.sub, a.res
 	g.stages.set(sub.Student, "verifying", fmt.Sprintf("0/%d checks", g.checks))
-	t = time.Now()
+	t := time.Now()
 	var mu sync.Mutex
 	done := 0
 	// The build check compiles every package, those the manager does not
@@ -182,7 +213,7 @@ func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box
 			g.stages.detail(sub.Student, fmt.Sprintf("%d/%d checks", n, g.checks))
 		},
 	})
-	phase("verify", t)
+	a.phase("verify", t)
 	if op != nil && op.Logs != nil {
 		if b, lerr := op.Logs(context.WithoutCancel(ctx)); lerr == nil {
 			g.out.saveLog(sub.Student, "manager.log", b)
@@ -190,11 +221,11 @@ func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return stopped("verifying")
+			return a.stopped("verifying")
 		}
-		return failWith(report.OutcomeError, fmt.Errorf("verification could not run: %w", err))
+		return a.failWith(report.OutcomeError, fmt.Errorf("verification could not run: %w", err))
 	}
-	if parent.Err() != nil {
+	if a.parent.Err() != nil {
 		return nil
 	}
 	res.Report = rep
@@ -208,7 +239,7 @@ func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box
 			res.Notes = append(res.Notes, fmt.Sprintf("the manager restarted %d time(s) during grading", n))
 		}
 	}
-	return finish()
+	return a.finish()
 }
 
 // maxSubmissionBytes bounds a submission's private copy.
