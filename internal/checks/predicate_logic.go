@@ -325,19 +325,87 @@ func (p *goProject) blockFormula(stmts []ast.Stmt, s *updateScope) formula {
 				return nil
 			}
 			return iteF{cond, then, els}
+		case *ast.SwitchStmt:
+			if chain, ok := switchAsIf(x); ok {
+				return p.blockFormula(append([]ast.Stmt{chain}, rest...), s)
+			}
+			if containsReturn(x) {
+				return nil
+			}
 		case *ast.ReturnStmt:
 			if len(x.Results) == 1 {
 				return p.boolOf(x.Results[0], s)
 			}
 			return nil
 		default:
-			// A switch or a loop that returns: not followed.
+			// A loop or a type switch that returns: not followed.
 			if containsReturn(x) {
 				return nil
 			}
 		}
 	}
 	return nil // no return: not followed
+}
+
+// switchAsIf writes a switch as the if-else chain it means: its cases in
+// order (a case's expressions or'ed, compared with the tag if there is
+// one), then the default wherever it stands; a case that ends goes on
+// after the switch. ok is false for a switch with a break or a
+// fallthrough, which that chain does not say.
+func switchAsIf(sw *ast.SwitchStmt) (ast.Stmt, bool) {
+	branches := false
+	ast.Inspect(sw.Body, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.BranchStmt:
+			branches = true
+		}
+		return !branches
+	})
+	if branches {
+		return nil, false
+	}
+	var cases []*ast.CaseClause
+	var dflt *ast.CaseClause
+	for _, st := range sw.Body.List {
+		cc, ok := st.(*ast.CaseClause)
+		if !ok {
+			return nil, false
+		}
+		if cc.List == nil {
+			dflt = cc
+			continue
+		}
+		cases = append(cases, cc)
+	}
+	var chain ast.Stmt
+	if dflt != nil {
+		chain = &ast.BlockStmt{List: dflt.Body}
+	}
+	for i := len(cases) - 1; i >= 0; i-- {
+		var cond ast.Expr
+		for _, e := range cases[i].List {
+			if sw.Tag != nil {
+				// The case's value first: a condition that is no
+				// comparison of old and new is named by where it stands.
+				e = &ast.BinaryExpr{X: e, Op: token.EQL, Y: sw.Tag}
+			}
+			if cond == nil {
+				cond = e
+				continue
+			}
+			cond = &ast.BinaryExpr{X: cond, Op: token.LOR, Y: e}
+		}
+		chain = &ast.IfStmt{If: cases[i].Pos(), Cond: cond, Body: &ast.BlockStmt{List: cases[i].Body}, Else: chain}
+	}
+	if chain == nil {
+		chain = &ast.EmptyStmt{}
+	}
+	if sw.Init != nil {
+		chain = &ast.BlockStmt{List: []ast.Stmt{sw.Init, chain}}
+	}
+	return chain, true
 }
 
 func containsReturn(n ast.Node) bool {

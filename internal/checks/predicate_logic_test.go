@@ -69,6 +69,35 @@ func (r *DatabaseReconciler) stsUpdate(e event.UpdateEvent) bool {
 	return specChanged || readyChanged
 }
 `),
+		"a switch with a default in the middle": with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*appsv1.StatefulSet), e.ObjectNew.(*appsv1.StatefulSet)
+			switch {
+			case o.Generation != n.Generation:
+				return true
+			default:
+				return false
+			case o.Status.ReadyReplicas != n.Status.ReadyReplicas:
+				return true
+			}
+		}}`, ""),
+		"a switch with two expressions in a case": with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*appsv1.StatefulSet), e.ObjectNew.(*appsv1.StatefulSet)
+			switch {
+			case o.Generation != n.Generation, o.Status.ReadyReplicas != n.Status.ReadyReplicas:
+				return true
+			}
+			return false
+		}}`, ""),
+		"a switch that sets a boolean, with a tag": with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			changed := false
+			switch n := e.ObjectNew.(*appsv1.StatefulSet); n.Generation {
+			case e.ObjectOld.GetGeneration():
+				changed = e.ObjectOld.(*appsv1.StatefulSet).Status.ReadyReplicas != n.Status.ReadyReplicas
+			default:
+				changed = true
+			}
+			return changed
+		}}`, ""),
 	}
 	for name, code := range passes {
 		t.Run(name, func(t *testing.T) {
@@ -93,6 +122,16 @@ func (r *DatabaseReconciler) stsUpdate(e event.UpdateEvent) bool {
 		"NewPredicateFuncs sees one object":               {with("predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetGeneration() > 0 && o.(*appsv1.StatefulSet).Status.ReadyReplicas > 0 })", ""), "drops an update that changes"},
 		"ResourceVersionChangedPredicate filters nothing": {with("predicate.ResourceVersionChangedPredicate{}", ""), "filters nothing"},
 		"GenerationChangedPredicate alone":                {with("predicate.GenerationChangedPredicate{}", ""), "drops an update that changes ReadyReplicas"},
+		"a switch whose ready case returns false": {with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*appsv1.StatefulSet), e.ObjectNew.(*appsv1.StatefulSet)
+			switch {
+			case o.Generation != n.Generation:
+				return true
+			case o.Status.ReadyReplicas != n.Status.ReadyReplicas:
+				return false
+			}
+			return false
+		}}`, ""), "drops an update that changes ReadyReplicas"},
 	}
 	for name, tc := range fails {
 		t.Run(name, func(t *testing.T) {
@@ -104,9 +143,10 @@ func (r *DatabaseReconciler) stsUpdate(e event.UpdateEvent) bool {
 	t.Run("logic labctl cannot follow is judged by the fields it reads", func(t *testing.T) {
 		code := with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*appsv1.StatefulSet), e.ObjectNew.(*appsv1.StatefulSet)
-			switch {
-			case o.Generation != n.Generation, o.Status.ReadyReplicas != n.Status.ReadyReplicas:
-				return true
+			for _, changed := range []bool{o.Generation != n.Generation, o.Status.ReadyReplicas != n.Status.ReadyReplicas} {
+				if changed {
+					return true
+				}
 			}
 			return false
 		}}`, "")
