@@ -705,14 +705,22 @@ func (r *DatabaseReconciler) reader() client.Reader {
 	return r.Client
 }
 
-// updateStatus writes the status when it changed, with a merge patch (the
-// status is this controller's alone, so no optimistic lock is needed).
+// updateStatus writes the status when it changed, with a merge patch that
+// carries base's resourceVersion. Without it a pass that read a stale cache
+// would send only the fields it changed, and they would land on a newer
+// status: phase Deploying from one write beside condition Ready True from
+// another. A conflict means that newer Database is already on its way
+// through the watch, which reconciles it again; nothing to retry here.
 func (r *DatabaseReconciler) updateStatus(ctx context.Context, base, db *databasev1.Database) error {
 	db.Status.ObservedGeneration = db.Generation
 	if equality.Semantic.DeepEqual(base.Status, db.Status) {
 		return nil
 	}
-	return r.Status().Patch(ctx, db, client.MergeFrom(base))
+	err := r.Status().Patch(ctx, db, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 func (r *DatabaseReconciler) setCondition(db *databasev1.Database, conditionType string, status metav1.ConditionStatus, reason, message string) {

@@ -341,6 +341,39 @@ var _ = Describe("Database controller", func() {
 				g.Expect(eventReasons(g, ns, "phases")).To(ContainElements("Created", "Ready"))
 			}).Should(Succeed())
 		})
+
+		It("writes no status from a stale read: the patch carries the resourceVersion, and the conflict is left to the watch", func() {
+			newDatabase(ns, "stale")
+			var stale *databasev1.Database
+			Eventually(func(g Gomega) {
+				stale = getDatabase(g, ns, "stale")
+				g.Expect(stale.Status.Phase).To(Equal(databasev1.DatabasePhaseDeploying))
+			}).Should(Succeed())
+
+			By("a newer Database written meanwhile")
+			var newer string
+			Eventually(func(g Gomega) {
+				fresh := getDatabase(g, ns, "stale")
+				fresh.Annotations = map[string]string{"someone": "else"}
+				g.Expect(k8sClient.Update(ctx, fresh)).To(Succeed())
+				newer = fresh.ResourceVersion
+			}).Should(Succeed())
+
+			By("a pass that read the older one moving to Verifying")
+			r := &DatabaseReconciler{Client: k8sClient, Scheme: testScheme}
+			db := stale.DeepCopy()
+			db.Status.Phase = databasev1.DatabasePhaseVerifying
+			r.setCondition(db, databasev1.ConditionReady, metav1.ConditionTrue, databasev1.ReasonAllReplicasReady, "stale")
+			Expect(r.updateStatus(ctx, stale, db)).To(Succeed(), "a conflict is not an error: the watch brings the newer Database")
+
+			// The manager writes nothing while the Database stays Deploying,
+			// so a status written from the stale read would show as a new
+			// resourceVersion.
+			got := getDatabase(Default, ns, "stale")
+			Expect(got.ResourceVersion).To(Equal(newer), "the stale pass wrote the status")
+			Expect(got.Status.Phase).To(Equal(databasev1.DatabasePhaseDeploying))
+			Expect(condition(got.Status.Conditions, databasev1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		})
 	})
 
 	Context("lab 3.4 client helpers", func() {
