@@ -28,6 +28,10 @@ var stabilityRuns = []struct{ name, patch, lab string }{
 	{"course/polling-simulated-backup", "testdata/course/polling-simulated-backup.patch", "lab-8.2"},
 	{"racy/no-conflict-retry", "testdata/mutants/no-conflict-retry.patch", "lab-3.4"},
 	{"racy/course/stale-reread-backup", "testdata/course/stale-reread-backup.patch", "lab-8.2"},
+	// A Backup controller that writes over the status labctl set (the
+	// premise rule), and an operator that flaps between phases.
+	{"course/backup-status-from-jobs", "testdata/course/backup-status-from-jobs.patch", "lab-8.2"},
+	{"racy/ready-before-replicas", "testdata/mutants/ready-before-replicas.patch", "lab-4.4"},
 }
 
 // TestStability grades each submission of stabilityRuns N times on a quiet
