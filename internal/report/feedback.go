@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/labctl/labctl/internal/humantime"
 )
 
 // feedbackWords are the fixed words of a student's feedback file.
@@ -211,7 +213,7 @@ func WriteFeedbackMarkdown(w io.Writer, g *Gradebook, s *GradedSubmission, revea
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s — %s: %s %s\n\n", f.Lab, mdInline(f.Title), fbWord(lang, "feedback"), mdInline(f.Student))
 	fmt.Fprintf(&b, "**%s: %s / %s** · %s %s · %s\n\n", fbWord(lang, "score"), FormatPoints(f.Score), FormatPoints(f.Max),
-		fbWord(lang, "graded"), f.Graded.UTC().Format(time.RFC3339), f.Duration.Round(time.Second))
+		fbWord(lang, "graded"), f.Graded.UTC().Format(time.RFC3339), humantime.Duration(f.Duration, lang))
 
 	switch f.Outcome {
 	case OutcomeBuildFailed:

@@ -147,3 +147,16 @@ func TestFeedbackPolicyAndHiddenChecks(t *testing.T) {
 		require.NotContains(t, md, secret)
 	}
 }
+
+// The feedback's duration reads as words of its language.
+func TestFeedbackDurationInItsLanguage(t *testing.T) {
+	gb, sub := sampleGradebook()
+	sub.Duration = report.Duration(95 * time.Second)
+	var b bytes.Buffer
+	require.NoError(t, report.WriteFeedbackMarkdown(&b, gb, sub, false))
+	require.Contains(t, b.String(), " · 1 min 35 s")
+	gb.Lang = "ru"
+	b.Reset()
+	require.NoError(t, report.WriteFeedbackMarkdown(&b, gb, sub, false))
+	require.Contains(t, b.String(), " · 1 мин 35 с")
+}

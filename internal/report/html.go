@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/labctl/labctl/internal/humantime"
 )
 
 // The class report (report.html) is one self-contained page: the CSS and
@@ -183,7 +185,7 @@ func newHTMLPage(g *Gradebook) *htmlPage {
 		if r.Version != "" {
 			p.Version = r.Version
 		}
-		p.Limits = htmlLimits(words, r)
+		p.Limits = htmlLimits(words, lang, r)
 		p.When = fmt.Sprintf(words["started"], htmlTime(r.Started))
 	}
 	if len(g.Submissions) > 0 {
@@ -229,7 +231,7 @@ func newHTMLPage(g *Gradebook) *htmlPage {
 		}
 		p.Feedback = append(p.Feedback, htmlFeedback{Anchor: row.Anchor, Feedback: NewFeedback(g, s, true),
 			Level: row.Level, Source: s.Source, Commit: s.Commit, OutcomeWord: row.OutcomeText, Notes: s.Notes,
-			When: htmlTime(s.Graded) + " · " + time.Duration(s.Duration).Round(time.Second).String()})
+			When: htmlTime(s.Graded) + " · " + humantime.Duration(time.Duration(s.Duration), lang)})
 	}
 	p.Problems = problemTables(words, p.Ungraded)
 	p.Scored = len(totals)
@@ -367,13 +369,13 @@ func shorten(s string, n int) string {
 
 func htmlTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
-func htmlLimits(words map[string]string, r *GradeRun) string {
+func htmlLimits(words map[string]string, lang string, r *GradeRun) string {
 	var parts []string
 	if r.Timeout > 0 {
-		parts = append(parts, fmt.Sprintf(words["wallTime"], time.Duration(r.Timeout)))
+		parts = append(parts, fmt.Sprintf(words["wallTime"], humantime.Duration(time.Duration(r.Timeout), lang)))
 	}
 	if r.CPU > 0 {
-		parts = append(parts, fmt.Sprintf(words["cpu"], time.Duration(r.CPU)))
+		parts = append(parts, fmt.Sprintf(words["cpu"], humantime.Duration(time.Duration(r.CPU), lang)))
 	}
 	if r.MemoryBytes > 0 {
 		parts = append(parts, fmt.Sprintf(words["memory"], r.MemoryBytes>>20))

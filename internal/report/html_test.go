@@ -73,6 +73,20 @@ func TestHTMLReportOldResults(t *testing.T) {
 	require.Contains(t, renderHTML(t, gb), "Распределение баллов")
 }
 
+// TestHTMLReportDurationsInItsLanguage: the limits and each submission's
+// grading time read as words of the report's language, not Go's "1m30s".
+func TestHTMLReportDurationsInItsLanguage(t *testing.T) {
+	gb := fixtureClass()
+	page := renderHTML(t, gb)
+	require.Contains(t, page, "wall time 10 min per submission · manager CPU time 1 min 30 s")
+	require.Contains(t, page, "UTC · 2 min · source")
+	gb.Lang = "ru"
+	page = renderHTML(t, gb)
+	require.Contains(t, page, "время 10 мин на решение · процессорное время менеджера 1 мин 30 с")
+	require.Contains(t, page, "UTC · 2 мин · ")
+	require.NotContains(t, page, "1m30s")
+}
+
 // BenchmarkHTMLReport renders report.html for a class of 200 students.
 func BenchmarkHTMLReport(b *testing.B) {
 	gb := bigClass(200)
