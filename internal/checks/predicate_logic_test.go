@@ -132,6 +132,37 @@ func (r *DatabaseReconciler) stsUpdate(e event.UpdateEvent) bool {
 			}
 			return false
 		}}`, ""), "drops an update that changes ReadyReplicas"},
+		"a switch whose same-generation case returns false before the ready case": {with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*appsv1.StatefulSet), e.ObjectNew.(*appsv1.StatefulSet)
+			switch {
+			case o.Generation != n.Generation:
+				return true
+			case o.Generation == n.Generation:
+				return false
+			case o.Status.ReadyReplicas != n.Status.ReadyReplicas:
+				return true
+			}
+			return false
+		}}`, ""), "drops an update that changes ReadyReplicas"},
+		"a tagged switch that only knows a changed generation": {with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			changed := true
+			switch n := e.ObjectNew.(*appsv1.StatefulSet); n.Generation {
+			case e.ObjectOld.GetGeneration():
+				changed = false
+			}
+			return changed
+		}}`, ""), "drops an update that changes ReadyReplicas"},
+		"a switch that lets every update through": {with(`predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*appsv1.StatefulSet), e.ObjectNew.(*appsv1.StatefulSet)
+			switch {
+			case o.Generation != n.Generation:
+				return true
+			case o.Status.ReadyReplicas != n.Status.ReadyReplicas:
+				return true
+			default:
+				return true
+			}
+		}}`, ""), "filters nothing"},
 	}
 	for name, tc := range fails {
 		t.Run(name, func(t *testing.T) {
