@@ -27,6 +27,13 @@ func TestLockWaitsAndCancelsCleanly(t *testing.T) {
 	_, err = fslock.Lock(ctx, path)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 5*time.Second, "the cancelled wait returns promptly")
+	// The context's timer fires on a goroutine of its own, which may still
+	// be finishing; the old implementation left one blocked in flock(2)
+	// until the holder let go, so waiting here tells them apart.
+	// (require.Eventually runs its own goroutines, so poll by hand.)
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	require.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "no goroutine is left waiting in the kernel")
 
 	got := make(chan error, 1)
