@@ -58,11 +58,8 @@ func Duration(d time.Duration, lang string) string {
 	switch {
 	case h > 0:
 		// Hours with minutes rounded: "1 h 5 min"; seconds are noise here.
-		m = (secs + 30) / 60 % 60
-		if (secs+30)/3600 > h {
-			h, m = (secs+30)/3600, 0
-		}
-		return sign + pair(h, u[0], m, u[1])
+		mins := (secs + 30) / 60
+		return sign + pair(mins/60, u[0], mins%60, u[1])
 	case m > 0:
 		return sign + pair(m, u[1], s, u[2])
 	default:
