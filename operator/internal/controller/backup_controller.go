@@ -489,13 +489,23 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// updateStatus writes the status when it changed, with a merge patch. Entering
-// or changing a Pending reason is announced with an event; the other
-// transitions have theirs where they happen (BackupStarted, BackupCompleted,
-// BackupFailed).
+// updateStatus writes the status when it changed, with a merge patch that
+// carries base's resourceVersion, so a pass that read a stale cache cannot
+// mix its fields into a newer status. A conflict means the newer Backup is
+// already on its way through the watch, which reconciles it again; nothing is
+// retried here and nothing is announced. Entering or changing a Pending
+// reason is announced with an event once written; the other transitions have
+// theirs where they happen (BackupStarted, BackupCompleted, BackupFailed).
 func (r *BackupReconciler) updateStatus(ctx context.Context, base, backup *databasev1.Backup) error {
 	if equality.Semantic.DeepEqual(base.Status, backup.Status) {
 		return nil
+	}
+	err := r.Status().Patch(ctx, backup, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	before := meta.FindStatusCondition(base.Status.Conditions, databasev1.ConditionBackupReady)
 	after := meta.FindStatusCondition(backup.Status.Conditions, databasev1.ConditionBackupReady)
@@ -510,7 +520,7 @@ func (r *BackupReconciler) updateStatus(ctx context.Context, base, backup *datab
 		}
 		r.event(backup, nil, eventType, after.Reason, "Backup", "%s", after.Message)
 	}
-	return r.Status().Patch(ctx, backup, client.MergeFrom(base))
+	return nil
 }
 
 func (r *BackupReconciler) setCondition(backup *databasev1.Backup, status metav1.ConditionStatus, reason, message string) {

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,6 +72,39 @@ var _ = Describe("Backup controller", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(eventReasons(g, ns, "early")).To(ContainElements(databasev1.ReasonDatabaseNotFound, databasev1.ReasonDatabaseNotReady, "BackupStarted"))
 		}).Should(Succeed())
+	})
+
+	It("writes no status and announces nothing from a stale read: the conflict is left to the watch", func() {
+		newBackup(ns, "stale", "missing-db")
+		var stale *databasev1.Backup
+		Eventually(func(g Gomega) {
+			stale = getBackup(g, ns, "stale")
+			g.Expect(backupReady(stale).Reason).To(Equal(databasev1.ReasonDatabaseNotFound))
+		}).Should(Succeed())
+
+		By("a newer Backup written meanwhile")
+		var newer string
+		Eventually(func(g Gomega) {
+			fresh := getBackup(g, ns, "stale")
+			fresh.Annotations = map[string]string{"someone": "else"}
+			g.Expect(k8sClient.Update(ctx, fresh)).To(Succeed())
+			newer = fresh.ResourceVersion
+		}).Should(Succeed())
+
+		By("a pass that read the older one moving to a new Pending reason")
+		recorder := events.NewFakeRecorder(10)
+		r := &BackupReconciler{Client: k8sClient, Scheme: testScheme, Recorder: recorder}
+		backup := stale.DeepCopy()
+		r.setCondition(backup, metav1.ConditionFalse, databasev1.ReasonDatabaseNotReady, "stale")
+		Expect(r.updateStatus(ctx, stale, backup)).To(Succeed(), "a conflict is not an error: the watch brings the newer Backup")
+
+		// The Database stays missing, so the manager writes nothing more: a
+		// status written from the stale read would show as a new
+		// resourceVersion.
+		got := getBackup(Default, ns, "stale")
+		Expect(got.ResourceVersion).To(Equal(newer), "the stale pass wrote the status")
+		Expect(backupReady(got).Reason).To(Equal(databasev1.ReasonDatabaseNotFound))
+		Expect(recorder.Events).To(BeEmpty(), "an event announced a status that was never written")
 	})
 
 	It("runs pg_dump in a Job from the Database's image against its Service, into a PVC it owns", func() {
