@@ -112,7 +112,8 @@ func struckBug(rep *report.Report) string {
 }
 
 // burnCPU starts k busy processes (yes >/dev/null) and returns what stops
-// them (by their own pids).
+// them (by their own pids). They die with the test binary too, even when
+// `go test -timeout` kills it before any cleanup runs.
 func burnCPU(t *testing.T, k int) func() {
 	t.Helper()
 	yes, err := exec.LookPath("yes")
@@ -121,6 +122,7 @@ func burnCPU(t *testing.T, k int) func() {
 	for range k {
 		cmd := exec.Command(yes)
 		cmd.Stdout = nil // the null device
+		tieToTest(cmd)
 		require.NoError(t, cmd.Start())
 		cmds = append(cmds, cmd)
 	}
