@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
@@ -46,25 +48,7 @@ func ctx(t *testing.T) context.Context {
 
 func TestStatefulSetBecomesReadyWithBoundVolumes(t *testing.T) {
 	ns := env.Namespace(t)
-	labels := map[string]string{"app": "web"}
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "postgres:14", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d"}}}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
-			}},
-		},
-	}
+	sts := webStatefulSet(ns, 3)
 	require.NoError(t, env.Client.Create(ctx(t), sts))
 	obj, err := kube.WaitFor(ctx(t), env.Config, appsv1.SchemeGroupVersion.WithResource("statefulsets"), ns, "web", time.Minute,
 		func(u *unstructured.Unstructured) (bool, error) {
@@ -79,6 +63,85 @@ func TestStatefulSetBecomesReadyWithBoundVolumes(t *testing.T) {
 	for _, pvc := range pvcs.Items {
 		assert.Equal(t, corev1.ClaimBound, pvc.Status.Phase, pvc.Name)
 		assert.Equal(t, "standard", ptr.Deref(pvc.Spec.StorageClassName, ""), "default StorageClass fills it in")
+	}
+}
+
+// webStatefulSet is a StatefulSet of replicas pods, each with a 1Gi claim
+// (data-web-N) from the default StorageClass, as the Database operator makes.
+func webStatefulSet(ns string, replicas int32) *appsv1.StatefulSet {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "postgres:14", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/d"}}}}},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}},
+		},
+	}
+}
+
+// TestClaimIsBoundBeforeAPodUsesIt watches every state a claim and a pod
+// pass through while a StatefulSet comes up: a claim never names its volume
+// before it is Bound, and no pod is placed on the node before its claim is
+// Bound (compared by resourceVersion, the store's single order), as on a
+// real cluster. The end state alone cannot show this: the window is short.
+func TestClaimIsBoundBeforeAPodUsesIt(t *testing.T) {
+	ns := env.Namespace(t)
+	c := ctx(t)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	claims, err := cs.CoreV1().PersistentVolumeClaims(ns).Watch(c, metav1.ListOptions{})
+	require.NoError(t, err)
+	defer claims.Stop()
+	pods, err := cs.CoreV1().Pods(ns).Watch(c, metav1.ListOptions{})
+	require.NoError(t, err)
+	defer pods.Stop()
+	require.NoError(t, env.Client.Create(c, webStatefulSet(ns, 3)))
+
+	boundAt := map[string]int64{}  // claim -> resourceVersion of its first Bound state
+	placedAt := map[string]int64{} // pod -> resourceVersion of its first state with a node
+	rv := func(o metav1.Object) int64 {
+		n, err := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	timeout := time.After(time.Minute)
+	for len(boundAt) < 3 || len(placedAt) < 3 {
+		select {
+		case ev := <-claims.ResultChan():
+			pvc, ok := ev.Object.(*corev1.PersistentVolumeClaim)
+			require.True(t, ok, "claim watch: %v", ev.Object)
+			bound := pvc.Status.Phase == corev1.ClaimBound
+			require.False(t, pvc.Spec.VolumeName != "" && !bound,
+				"claim %s names volume %s while %s (resourceVersion %s): the scheduler would place its pod ahead of the Bound phase",
+				pvc.Name, pvc.Spec.VolumeName, pvc.Status.Phase, pvc.ResourceVersion)
+			if _, seen := boundAt[pvc.Name]; bound && !seen {
+				boundAt[pvc.Name] = rv(pvc)
+			}
+		case ev := <-pods.ResultChan():
+			pod, ok := ev.Object.(*corev1.Pod)
+			require.True(t, ok, "pod watch: %v", ev.Object)
+			if _, seen := placedAt[pod.Name]; pod.Spec.NodeName != "" && !seen {
+				placedAt[pod.Name] = rv(pod)
+			}
+		case <-timeout:
+			require.FailNow(t, "the StatefulSet did not come up in a minute", "claims Bound: %v; pods placed: %v", boundAt, placedAt)
+		}
+	}
+	for pod, placed := range placedAt {
+		claim := "data-" + pod
+		require.Contains(t, boundAt, claim)
+		assert.Greater(t, placed, boundAt[claim], "pod %s was placed (resourceVersion %d) before its claim %s was Bound (%d)", pod, placed, claim, boundAt[claim])
 	}
 }
 
