@@ -142,9 +142,6 @@ func (r *DatabaseReconciler) reconcileWithStateMachine(ctx context.Context, db *
 			return ctrl.Result{}, err
 		}
 		if !ready {
-			if !isConditionReason(db, databasev1.ConditionProgressing, databasev1.ReasonWaitingForBackup) {
-				r.event(db, corev1.EventTypeNormal, databasev1.ReasonWaitingForBackup, "Wait", "%s", message)
-			}
 			db.Status.Phase = databasev1.DatabasePhasePending
 			db.Status.Ready = false
 			r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionFalse, databasev1.ReasonWaitingForBackup, message)
@@ -235,7 +232,6 @@ func (r *DatabaseReconciler) reconcileWithStateMachine(ctx context.Context, db *
 					fields = append(fields, "image", db.Spec.Image, "databasesWithImage", len(same.Items))
 				}
 				log.Info("Database is now READY!", fields...)
-				r.event(db, corev1.EventTypeNormal, "Ready", "Reconcile", "Database is ready: %s", readyMsg())
 			}
 		}
 	}
@@ -720,7 +716,29 @@ func (r *DatabaseReconciler) updateStatus(ctx context.Context, base, db *databas
 	if apierrors.IsConflict(err) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	r.announce(base, db)
+	return nil
+}
+
+// announce emits the events that tell of a status change once that status
+// is written: a pass whose write conflicted announces nothing, and the pass
+// that writes the change announces it once.
+func (r *DatabaseReconciler) announce(before, after *databasev1.Database) {
+	if after.Status.Phase == databasev1.DatabasePhaseReady && before.Status.Phase != databasev1.DatabasePhaseReady {
+		msg := ""
+		if c := meta.FindStatusCondition(after.Status.Conditions, databasev1.ConditionReady); c != nil {
+			msg = c.Message
+		}
+		r.event(after, corev1.EventTypeNormal, "Ready", "Reconcile", "Database is ready: %s", msg)
+	}
+	if isConditionReason(after, databasev1.ConditionProgressing, databasev1.ReasonWaitingForBackup) &&
+		!isConditionReason(before, databasev1.ConditionProgressing, databasev1.ReasonWaitingForBackup) {
+		c := meta.FindStatusCondition(after.Status.Conditions, databasev1.ConditionProgressing)
+		r.event(after, corev1.EventTypeNormal, databasev1.ReasonWaitingForBackup, "Wait", "%s", c.Message)
+	}
 }
 
 func (r *DatabaseReconciler) setCondition(db *databasev1.Database, conditionType string, status metav1.ConditionStatus, reason, message string) {

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -359,10 +360,11 @@ var _ = Describe("Database controller", func() {
 				newer = fresh.ResourceVersion
 			}).Should(Succeed())
 
-			By("a pass that read the older one moving to Verifying")
-			r := &DatabaseReconciler{Client: k8sClient, Scheme: testScheme}
+			By("a pass that read the older one moving to Ready")
+			recorder := events.NewFakeRecorder(10)
+			r := &DatabaseReconciler{Client: k8sClient, Scheme: testScheme, Recorder: recorder}
 			db := stale.DeepCopy()
-			db.Status.Phase = databasev1.DatabasePhaseVerifying
+			db.Status.Phase = databasev1.DatabasePhaseReady
 			r.setCondition(db, databasev1.ConditionReady, metav1.ConditionTrue, databasev1.ReasonAllReplicasReady, "stale")
 			Expect(r.updateStatus(ctx, stale, db)).To(Succeed(), "a conflict is not an error: the watch brings the newer Database")
 
@@ -373,6 +375,15 @@ var _ = Describe("Database controller", func() {
 			Expect(got.ResourceVersion).To(Equal(newer), "the stale pass wrote the status")
 			Expect(got.Status.Phase).To(Equal(databasev1.DatabasePhaseDeploying))
 			Expect(condition(got.Status.Conditions, databasev1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+			Expect(recorder.Events).To(BeEmpty(), "an event announced a status that was never written")
+
+			By("the pass that writes Ready announcing it once")
+			fresh := got.DeepCopy()
+			fresh.Status.Phase = databasev1.DatabasePhaseReady
+			r.setCondition(fresh, databasev1.ConditionReady, metav1.ConditionTrue, databasev1.ReasonAllReplicasReady, "1/1 replicas ready")
+			Expect(r.updateStatus(ctx, got, fresh)).To(Succeed())
+			Expect(recorder.Events).To(HaveLen(1))
+			Expect(<-recorder.Events).To(Equal("Normal Ready Database is ready: 1/1 replicas ready"))
 		})
 	})
 
