@@ -144,41 +144,36 @@ type ownsSite struct {
 // variable of the project named there.
 func (p *goProject) ownsPredicates(kind string) []ownsSite {
 	var sites []ownsSite
-	for _, fn := range p.funcs {
-		if fn.decl.Body == nil {
-			continue
-		}
-		ast.Inspect(fn.decl.Body, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) == 0 {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Owns" || !mentions(call.Args[0], kind) {
-				return true
-			}
-			site := ownsSite{at: p.pos(call), fn: fn}
-			for _, opt := range call.Args[1:] {
-				ast.Inspect(opt, func(n ast.Node) bool {
-					wp, ok := n.(*ast.CallExpr)
-					if !ok {
-						return true
-					}
-					if s, ok := wp.Fun.(*ast.SelectorExpr); !ok || s.Sel.Name != "WithPredicates" {
-						return true
-					}
-					for _, arg := range wp.Args {
-						site.preds = append(site.preds, arg)
-						site.code = append(site.code, arg)
-						site.code = append(site.code, p.definitionsNamedIn(arg)...)
-					}
-					return false
-				})
-			}
-			sites = append(sites, site)
+	p.inspectBodies(func(fn *goFunc, n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) == 0 {
 			return true
-		})
-	}
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "Owns" || !mentions(call.Args[0], kind) {
+			return true
+		}
+		site := ownsSite{at: p.pos(call), fn: fn}
+		for _, opt := range call.Args[1:] {
+			ast.Inspect(opt, func(n ast.Node) bool {
+				wp, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if s, ok := wp.Fun.(*ast.SelectorExpr); !ok || s.Sel.Name != "WithPredicates" {
+					return true
+				}
+				for _, arg := range wp.Args {
+					site.preds = append(site.preds, arg)
+					site.code = append(site.code, arg)
+					site.code = append(site.code, p.definitionsNamedIn(arg)...)
+				}
+				return false
+			})
+		}
+		sites = append(sites, site)
+		return true
+	})
 	return sites
 }
 

@@ -45,42 +45,37 @@ type requeueSite struct {
 
 func (p *goProject) requeueSites() []requeueSite {
 	var out []requeueSite
-	for _, fn := range p.funcs {
-		if fn.decl.Body == nil {
-			continue
-		}
+	p.inspectBodies(func(fn *goFunc, n ast.Node) bool {
 		f := fn.file
-		ast.Inspect(fn.decl.Body, func(n ast.Node) bool {
-			switch x := n.(type) {
-			case *ast.CompositeLit:
-				if _, ok := f.pkgSel(x.Type, pkgCtrl, "Result"); !ok {
-					if _, ok := f.pkgSel(x.Type, pkgReconcile, "Result"); !ok {
-						return true
-					}
-				}
-				for _, el := range x.Elts {
-					kv, ok := el.(*ast.KeyValueExpr)
-					if !ok {
-						continue
-					}
-					if k, ok := kv.Key.(*ast.Ident); ok && (k.Name == "RequeueAfter" || k.Name == "Requeue") {
-						out = append(out, requeueSite{fn: fn, node: x, field: k.Name, value: kv.Value})
-					}
-				}
-			case *ast.AssignStmt:
-				for i, lhs := range x.Lhs {
-					if sel, ok := lhs.(*ast.SelectorExpr); ok && (sel.Sel.Name == "RequeueAfter" || sel.Sel.Name == "Requeue") {
-						site := requeueSite{fn: fn, node: x, field: sel.Sel.Name}
-						if len(x.Rhs) == len(x.Lhs) {
-							site.value = x.Rhs[i]
-						}
-						out = append(out, site)
-					}
+		switch x := n.(type) {
+		case *ast.CompositeLit:
+			if _, ok := f.pkgSel(x.Type, pkgCtrl, "Result"); !ok {
+				if _, ok := f.pkgSel(x.Type, pkgReconcile, "Result"); !ok {
+					return true
 				}
 			}
-			return true
-		})
-	}
+			for _, el := range x.Elts {
+				kv, ok := el.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				if k, ok := kv.Key.(*ast.Ident); ok && (k.Name == "RequeueAfter" || k.Name == "Requeue") {
+					out = append(out, requeueSite{fn: fn, node: x, field: k.Name, value: kv.Value})
+				}
+			}
+		case *ast.AssignStmt:
+			for i, lhs := range x.Lhs {
+				if sel, ok := lhs.(*ast.SelectorExpr); ok && (sel.Sel.Name == "RequeueAfter" || sel.Sel.Name == "Requeue") {
+					site := requeueSite{fn: fn, node: x, field: sel.Sel.Name}
+					if len(x.Rhs) == len(x.Lhs) {
+						site.value = x.Rhs[i]
+					}
+					out = append(out, site)
+				}
+			}
+		}
+		return true
+	})
 	return out
 }
 

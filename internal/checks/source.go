@@ -359,3 +359,14 @@ func runScaffold(_ context.Context, c *Context, p *scaffoldParams) Outcome {
 	return Outcome{Status: report.Fail, Message: strings.Join(problems, "; "),
 		Expected: fmt.Sprintf("kubebuilder create api --group %s --version %s --kind %s: PROJECT entry and %s", p.Group, p.Version, p.Kind, strings.Join(p.Files, ", "))}
 }
+
+// inspectBodies walks the body of every function of the project with
+// ast.Inspect, telling visit which function each node is in.
+func (p *goProject) inspectBodies(visit func(fn *goFunc, n ast.Node) bool) {
+	for _, fn := range p.funcs {
+		if fn.decl.Body == nil {
+			continue
+		}
+		ast.Inspect(fn.decl.Body, func(n ast.Node) bool { return visit(fn, n) })
+	}
+}

@@ -40,35 +40,30 @@ type listCall struct {
 // same function (opts := []client.ListOption{...}; opts = append(opts, ...)).
 func (p *goProject) listCalls() []listCall {
 	var out []listCall
-	for _, fn := range p.funcs {
-		if fn.decl.Body == nil {
-			continue
-		}
+	p.inspectBodies(func(fn *goFunc, n ast.Node) bool {
 		f := fn.file
-		ast.Inspect(fn.decl.Body, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "List" || len(call.Args) < 2 {
-				return true
-			}
-			if _, isPkg := f.pkgSel(sel, pkgClient); isPkg {
-				return true
-			}
-			lc := listCall{fn: fn, call: call}
-			for i, arg := range call.Args[2:] {
-				if id, ok := arg.(*ast.Ident); ok && call.Ellipsis.IsValid() && i == len(call.Args)-3 {
-					lc.options = append(lc.options, optionsAssignedTo(fn, id.Name)...)
-					continue
-				}
-				lc.options = append(lc.options, clientOptions(f, arg)...)
-			}
-			out = append(out, lc)
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
 			return true
-		})
-	}
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "List" || len(call.Args) < 2 {
+			return true
+		}
+		if _, isPkg := f.pkgSel(sel, pkgClient); isPkg {
+			return true
+		}
+		lc := listCall{fn: fn, call: call}
+		for i, arg := range call.Args[2:] {
+			if id, ok := arg.(*ast.Ident); ok && call.Ellipsis.IsValid() && i == len(call.Args)-3 {
+				lc.options = append(lc.options, optionsAssignedTo(fn, id.Name)...)
+				continue
+			}
+			lc.options = append(lc.options, clientOptions(f, arg)...)
+		}
+		out = append(out, lc)
+		return true
+	})
 	return out
 }
 

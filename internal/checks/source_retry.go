@@ -32,53 +32,48 @@ type retrySite struct {
 
 func (p *goProject) retrySites() []retrySite {
 	var out []retrySite
-	for _, fn := range p.funcs {
-		if fn.decl.Body == nil {
-			continue
-		}
+	p.inspectBodies(func(fn *goFunc, n ast.Node) bool {
 		f := fn.file
-		ast.Inspect(fn.decl.Body, func(n ast.Node) bool {
-			switch x := n.(type) {
-			case *ast.CallExpr:
-				name, ok := f.pkgSel(x.Fun, pkgRetry, "RetryOnConflict", "OnError")
-				if !ok {
-					return true
-				}
-				if name == "OnError" && !slices.ContainsFunc(x.Args, func(a ast.Expr) bool {
-					_, ok := f.pkgSel(a, pkgAPIErrors, "IsConflict")
-					return ok
-				}) {
-					return true
-				}
-				site := retrySite{fn: fn, how: "retry." + name, reread: true}
-				if lit, ok := x.Args[len(x.Args)-1].(*ast.FuncLit); ok {
-					site.reread = callsMethod(lit.Body, "Get")
-				}
-				out = append(out, site)
-			case *ast.ForStmt, *ast.RangeStmt:
-				var body *ast.BlockStmt
-				if fs, ok := x.(*ast.ForStmt); ok {
-					body = fs.Body
-				} else {
-					body = x.(*ast.RangeStmt).Body
-				}
-				conflict := false
-				ast.Inspect(body, func(n ast.Node) bool {
-					if call, ok := n.(*ast.CallExpr); ok {
-						if _, ok := f.pkgSel(call.Fun, pkgAPIErrors, "IsConflict"); ok {
-							conflict = true
-						}
-					}
-					return !conflict
-				})
-				if conflict {
-					out = append(out, retrySite{fn: fn, how: "a loop on errors.IsConflict", reread: callsMethod(body, "Get")})
-					return false
-				}
+		switch x := n.(type) {
+		case *ast.CallExpr:
+			name, ok := f.pkgSel(x.Fun, pkgRetry, "RetryOnConflict", "OnError")
+			if !ok {
+				return true
 			}
-			return true
-		})
-	}
+			if name == "OnError" && !slices.ContainsFunc(x.Args, func(a ast.Expr) bool {
+				_, ok := f.pkgSel(a, pkgAPIErrors, "IsConflict")
+				return ok
+			}) {
+				return true
+			}
+			site := retrySite{fn: fn, how: "retry." + name, reread: true}
+			if lit, ok := x.Args[len(x.Args)-1].(*ast.FuncLit); ok {
+				site.reread = callsMethod(lit.Body, "Get")
+			}
+			out = append(out, site)
+		case *ast.ForStmt, *ast.RangeStmt:
+			var body *ast.BlockStmt
+			if fs, ok := x.(*ast.ForStmt); ok {
+				body = fs.Body
+			} else {
+				body = x.(*ast.RangeStmt).Body
+			}
+			conflict := false
+			ast.Inspect(body, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					if _, ok := f.pkgSel(call.Fun, pkgAPIErrors, "IsConflict"); ok {
+						conflict = true
+					}
+				}
+				return !conflict
+			})
+			if conflict {
+				out = append(out, retrySite{fn: fn, how: "a loop on errors.IsConflict", reread: callsMethod(body, "Get")})
+				return false
+			}
+		}
+		return true
+	})
 	return out
 }
 
