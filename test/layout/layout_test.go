@@ -3,8 +3,10 @@
 package layout
 
 import (
-	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +41,11 @@ func TestNoLongFiles(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if generated(raw) {
+			f, err := parser.ParseFile(token.NewFileSet(), path, raw, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			if ast.IsGenerated(f) {
 				return nil
 			}
 			n := bytes.Count(raw, []byte("\n"))
@@ -49,20 +55,4 @@ func TestNoLongFiles(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}
-}
-
-// generated reports the "Code generated ... DO NOT EDIT." line Go's
-// convention puts before the package clause.
-func generated(src []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "package ") {
-			return false
-		}
-		if strings.HasPrefix(line, "// Code generated ") && strings.HasSuffix(line, " DO NOT EDIT.") {
-			return true
-		}
-	}
-	return false
 }
