@@ -118,19 +118,7 @@ func (p *goProject) inlineCall(call *ast.CallExpr, s *updateScope) formula {
 		if fn.name != name || fn.decl.Body == nil {
 			continue
 		}
-		inner := p.newScope(s.depth + 1)
-		i := 0
-		for _, field := range fn.decl.Type.Params.List {
-			for _, id := range field.Names {
-				if i < len(call.Args) {
-					if sd := s.sideOf(call.Args[i]); sd != noSide {
-						inner.sides[id.Name], inner.fields[id.Name] = sd, s.fieldOf(call.Args[i])
-					}
-				}
-				i++
-			}
-		}
-		return p.blockFormula(fn.decl.Body.List, inner)
+		return p.blockFormula(fn.decl.Body.List, s.calleeScope(p, fn, call.Args))
 	}
 	return nil
 }

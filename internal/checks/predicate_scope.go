@@ -113,19 +113,7 @@ func (s *updateScope) returned(call *ast.CallExpr) (ast.Expr, *updateScope) {
 		if !ok || len(ret.Results) != 1 {
 			return nil, nil
 		}
-		inner := s.proj.newScope(s.depth + 1)
-		i := 0
-		for _, field := range fn.decl.Type.Params.List {
-			for _, name := range field.Names {
-				if i < len(call.Args) {
-					if sd := s.sideOf(call.Args[i]); sd != noSide {
-						inner.sides[name.Name], inner.fields[name.Name] = sd, s.fieldOf(call.Args[i])
-					}
-				}
-				i++
-			}
-		}
-		return ret.Results[0], inner
+		return ret.Results[0], s.calleeScope(s.proj, fn, call.Args)
 	}
 	return nil, nil
 }
@@ -157,4 +145,22 @@ func (s *updateScope) assign(lhs []ast.Expr, rhs []ast.Expr) {
 			}
 		}
 	}
+}
+
+// calleeScope is the scope inside fn called with args: a parameter that
+// receives the old or the new object (or a field of it) reads it there too.
+func (s *updateScope) calleeScope(p *goProject, fn *goFunc, args []ast.Expr) *updateScope {
+	inner := p.newScope(s.depth + 1)
+	i := 0
+	for _, field := range fn.decl.Type.Params.List {
+		for _, name := range field.Names {
+			if i < len(args) {
+				if sd := s.sideOf(args[i]); sd != noSide {
+					inner.sides[name.Name], inner.fields[name.Name] = sd, s.fieldOf(args[i])
+				}
+			}
+			i++
+		}
+	}
+	return inner
 }
