@@ -28,6 +28,8 @@ type Options struct {
 	Streams *iostreams.IOStreams
 	// BuiltVersion is this labctl's version (the -X main.version stamp).
 	BuiltVersion string
+	// Labs is the lab catalogue the command reads (the factory's).
+	Labs func() ([]*labs.Lab, error)
 
 	Lab           string
 	Provider      string
@@ -48,7 +50,7 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 		Use:   "classroom",
 		Short: "Grade a lab with GitHub Classroom, each student's repository in its own runner",
 	}
-	o := &Options{Streams: f.IOStreams, BuiltVersion: f.Version}
+	o := &Options{Streams: f.IOStreams, BuiltVersion: f.Version, Labs: f.Labs}
 	initCmd := &cobra.Command{
 		Use:   "init LAB",
 		Short: "Write the GitHub Actions workflow that grades LAB in a template repository",
@@ -152,7 +154,7 @@ student sees why and Classroom records 0 instead of no grade.`,
 
 // Run writes the workflow.
 func Run(_ context.Context, o *Options) error {
-	all, err := cmdutil.EmbeddedLabs()
+	all, err := o.Labs()
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,17 @@ import (
 	"github.com/labctl/labctl/internal/userr"
 )
 
+// embeddedLabs is the catalogue built into labctl, as a Factory reads it.
+var embeddedLabs = (&cmdutil.Factory{}).Labs
+
 func TestFlags(t *testing.T) {
 	s, _, _ := iostreams.Test(false)
 	var got *classroomcmd.Options
 	cmd := classroomcmd.NewCommand(&cmdutil.Factory{IOStreams: s, Version: "v0.3.0"}, func(_ context.Context, o *classroomcmd.Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"init", "lab-8.2", "--provider", "local", "--dir", "/tmp/x", "--force", "--labctl-version", "v0.4.0"})
 	require.NoError(t, cmd.Execute())
+	require.NotNil(t, got.Labs, "the catalogue is the factory's")
+	got.Labs = nil
 	require.Equal(t, classroomcmd.Options{Streams: s, BuiltVersion: "v0.3.0", Lab: "lab-8.2", Provider: "local", Dir: "/tmp/x", Force: true, LabctlVersion: "v0.4.0", Credit: "tasks"}, *got)
 }
 
@@ -31,7 +36,7 @@ func TestInitWithLangCreditAndPolicy(t *testing.T) {
 	pol := filepath.Join(t.TempDir(), "fall.yaml")
 	require.NoError(t, os.WriteFile(pol, []byte("name: fall-2026\nlabs:\n  lab-8.2:\n    points: {\"1.1\": 10}\n"), 0o644))
 	s, out, _ := iostreams.Test(false)
-	o := &classroomcmd.Options{Streams: s, BuiltVersion: "v0.4.0", Lab: "8.2", Provider: "kind", Dir: dir, Lang: "RU", Credit: "checks", Policy: pol}
+	o := &classroomcmd.Options{Streams: s, Labs: embeddedLabs, BuiltVersion: "v0.4.0", Lab: "8.2", Provider: "kind", Dir: dir, Lang: "RU", Credit: "checks", Policy: pol}
 	require.NoError(t, classroomcmd.Run(context.Background(), o))
 	wf, err := os.ReadFile(filepath.Join(dir, ".github", "workflows", "classroom.yml"))
 	require.NoError(t, err)
@@ -81,7 +86,7 @@ func TestInitWritesOnceWithoutForce(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.26\n"), 0o644))
 	s, out, _ := iostreams.Test(false)
-	o := &classroomcmd.Options{Streams: s, BuiltVersion: "v0.4.0", Lab: "8.2", Provider: "kind", Dir: dir}
+	o := &classroomcmd.Options{Streams: s, Labs: embeddedLabs, BuiltVersion: "v0.4.0", Lab: "8.2", Provider: "kind", Dir: dir}
 	require.NoError(t, classroomcmd.Run(context.Background(), o))
 	path := filepath.Join(dir, ".github", "workflows", "classroom.yml")
 	first, err := os.ReadFile(path)
@@ -118,10 +123,25 @@ func TestInitBadInput(t *testing.T) {
 		"bad version flag":     {Lab: "lab-8.2", Provider: "kind", Dir: dir, LabctlVersion: "main"},
 		"missing template dir": {Lab: "lab-8.2", Provider: "kind", Dir: filepath.Join(dir, "nope"), BuiltVersion: "v0.4.0"},
 	} {
-		o.Streams = s
+		o.Streams, o.Labs = s, embeddedLabs
 		err := classroomcmd.Run(context.Background(), &o)
 		require.Equal(t, userr.ExitUsage, userr.Code(err), "%s: %v", name, err)
 	}
 	_, err := os.Stat(filepath.Join(dir, ".github"))
 	require.True(t, os.IsNotExist(err), "nothing written")
+}
+
+// init reads the factory's catalogue, as every other command does: a lab
+// that is only in that catalogue gets its workflow.
+func TestInitReadsTheFactorysCatalogue(t *testing.T) {
+	dir := t.TempDir()
+	s, out, _ := iostreams.Test(false)
+	f := &cmdutil.Factory{IOStreams: s, Version: "v0.4.0", LabFS: os.DirFS("../../../testdata/fixture-lab/labs")}
+	cmd := classroomcmd.NewCommand(f, nil)
+	cmd.SetArgs([]string{"init", "lab-0.1", "--dir", dir})
+	require.NoError(t, cmd.Execute())
+	wf, err := os.ReadFile(filepath.Join(dir, ".github", "workflows", "classroom.yml"))
+	require.NoError(t, err)
+	require.Contains(t, string(wf), "labctl verify lab-0.1 ")
+	require.Contains(t, out.String(), "lab-0.1")
 }

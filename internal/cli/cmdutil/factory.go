@@ -34,17 +34,14 @@ type Factory struct {
 // and validated once per command.
 func (f *Factory) Labs() ([]*labs.Lab, error) {
 	f.labsOnce.Do(func() {
-		if f.LabFS == nil {
-			f.labs, f.labsErr = EmbeddedLabs()
-			return
+		fsys := f.LabFS
+		if fsys == nil {
+			fsys = labsfs.FS
 		}
-		f.labs, f.labsErr = labs.Load(f.LabFS)
+		f.labs, f.labsErr = labs.Load(fsys)
 	})
 	return f.labs, f.labsErr
 }
-
-// EmbeddedLabs reads and validates the catalogue built into labctl.
-func EmbeddedLabs() ([]*labs.Lab, error) { return labs.Load(labsfs.FS) }
 
 // SilentError ends a command with an exit code after it has already printed
 // everything the user needs (e.g. verify's report of failed tasks).
