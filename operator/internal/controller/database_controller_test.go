@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	databasev1 "github.com/example/postgres-operator/api/v1"
 )
@@ -517,6 +518,27 @@ var _ = Describe("Database controller", func() {
 				g.Expect(condition(db.Status.Conditions, databasev1.ConditionProgressing).Reason).NotTo(Equal(databasev1.ReasonWaitingForBackup))
 				getStatefulSet(g, ns, "restored")
 			}, reactionTimeout, pollInterval).Should(Succeed())
+		})
+
+		It("announces the wait once, with the status that says so, however often it reconciles", func() {
+			// isolatedNamespace: no manager reconciles it, so every pass
+			// and every event here is this test's own.
+			db := newDatabase(isolatedNamespace, "", func(db *databasev1.Database) {
+				db.GenerateName = "waiting-"
+				db.Spec.BackupRef = &corev1.LocalObjectReference{Name: "missing-backup"}
+			})
+			recorder := events.NewFakeRecorder(10)
+			r := &DatabaseReconciler{Client: k8sClient, Scheme: testScheme, Recorder: recorder, APIReader: k8sClient}
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(db)}
+			for range 3 {
+				_, err := r.Reconcile(ctx, req)
+				Expect(err).NotTo(HaveOccurred())
+			}
+			got := getDatabase(Default, isolatedNamespace, db.Name)
+			progressing := condition(got.Status.Conditions, databasev1.ConditionProgressing)
+			Expect(progressing.Reason).To(Equal(databasev1.ReasonWaitingForBackup))
+			Expect(recorder.Events).To(HaveLen(1), "one event for one change of status, not one per pass")
+			Expect(<-recorder.Events).To(Equal("Normal WaitingForBackup " + progressing.Message))
 		})
 
 		It("does not deadlock on a Backup of itself", func() {
