@@ -739,6 +739,12 @@ func (r *DatabaseReconciler) announce(before, after *databasev1.Database) {
 		c := meta.FindStatusCondition(after.Status.Conditions, databasev1.ConditionProgressing)
 		r.event(after, corev1.EventTypeNormal, databasev1.ReasonWaitingForBackup, "Wait", "%s", c.Message)
 	}
+	// A cleanup that takes more than one pass says so in its status; one
+	// that finishes at once announces itself in handleDeletion.
+	if isConditionReason(after, databasev1.ConditionProgressing, databasev1.ReasonDeleting) &&
+		!isConditionReason(before, databasev1.ConditionProgressing, databasev1.ReasonDeleting) {
+		r.event(after, corev1.EventTypeNormal, databasev1.ReasonDeleting, "Delete", deletingMessage)
+	}
 }
 
 func (r *DatabaseReconciler) setCondition(db *databasev1.Database, conditionType string, status metav1.ConditionStatus, reason, message string) {

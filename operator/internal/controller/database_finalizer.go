@@ -40,6 +40,10 @@ import (
 // has removed its owner reference, so waiting for it means asking again.
 const cleanupRetry = time.Second
 
+// deletingMessage says what the cleanup of a deleted Database does, in its
+// Progressing condition and in its Deleting event.
+const deletingMessage = "Deleting the StatefulSet, the Service and the Secret"
+
 // ensureFinalizer adds the Database finalizer (lab 4.2) before anything is
 // created, so no child can outlive a deletion unnoticed. The patch carries
 // the resourceVersion: finalizers are a list another party may change too.
@@ -64,12 +68,20 @@ func (r *DatabaseReconciler) handleDeletion(ctx context.Context, db *databasev1.
 	log := logf.FromContext(ctx).WithValues("database", db.Name)
 	remaining, err := r.cleanupChildren(ctx, db)
 	if err == nil && len(remaining) == 0 {
+		// The patch carries the resourceVersion, so when it succeeds this
+		// pass read the latest status: if that status does not say Deleting,
+		// no earlier pass announced the cleanup (see announce).
+		announced := isConditionReason(db, databasev1.ConditionProgressing, databasev1.ReasonDeleting)
 		patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(db, databasev1.DatabaseFinalizer)
 		if err := r.Patch(ctx, db, patch); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		log.Info("Cleanup completed, finalizer removed")
+		if !announced {
+			r.event(db, corev1.EventTypeNormal, databasev1.ReasonDeleting, "Delete", deletingMessage)
+		}
+		r.event(db, corev1.EventTypeNormal, "Deleted", "Delete", "Deleted the StatefulSet, the Service and the Secret; finalizer removed")
 		return ctrl.Result{}, nil
 	}
 	if err == nil {
@@ -79,7 +91,7 @@ func (r *DatabaseReconciler) handleDeletion(ctx context.Context, db *databasev1.
 	base := db.DeepCopy()
 	db.Status.Ready = false
 	r.setCondition(db, databasev1.ConditionReady, metav1.ConditionFalse, databasev1.ReasonCleanupFailed, err.Error())
-	r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionTrue, databasev1.ReasonDeleting, "Deleting the StatefulSet, the Service and the Secret")
+	r.setCondition(db, databasev1.ConditionProgressing, metav1.ConditionTrue, databasev1.ReasonDeleting, deletingMessage)
 	if serr := r.updateStatus(ctx, base, db); serr != nil && !apierrors.IsNotFound(serr) {
 		return ctrl.Result{}, serr
 	}

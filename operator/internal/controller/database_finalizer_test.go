@@ -23,7 +23,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	databasev1 "github.com/example/postgres-operator/api/v1"
 )
@@ -124,5 +126,70 @@ var _ = Describe("Database finalizer and phases", func() {
 			g.Expect(k8sClient.Update(ctx, sts)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(gone(&databasev1.Database{}, "held"), 2*cleanupRetry+reactionTimeout, pollInterval).Should(Succeed())
+	})
+
+	// Lab 6.4: Deleting when the cleanup starts, Deleted when it is done,
+	// each once, however many passes the cleanup takes. isolatedNamespace:
+	// no manager reconciles it, so every pass and every event is this
+	// spec's own.
+	Context("announces its deletion", func() {
+		var (
+			recorder *events.FakeRecorder
+			r        *DatabaseReconciler
+		)
+		BeforeEach(func() {
+			recorder = events.NewFakeRecorder(20)
+			r = &DatabaseReconciler{Client: k8sClient, Scheme: testScheme, Recorder: recorder, APIReader: k8sClient}
+		})
+		reconcileTimes := func(db *databasev1.Database, n int) {
+			for range n {
+				_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(db)})
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		received := func() []string {
+			var got []string
+			for len(recorder.Events) > 0 {
+				got = append(got, <-recorder.Events)
+			}
+			return got
+		}
+		deleting := "Normal Deleting " + deletingMessage
+		deleted := "Normal Deleted Deleted the StatefulSet, the Service and the Secret; finalizer removed"
+
+		It("in the pass that finishes the cleanup, Deleting then Deleted", func() {
+			db := newDatabase(isolatedNamespace, "", func(db *databasev1.Database) { db.GenerateName = "quick-" })
+			reconcileTimes(db, 3) // the finalizer, then the Secret, the StatefulSet and the Service
+			Expect(getStatefulSet(Default, isolatedNamespace, db.Name)).NotTo(BeNil())
+			_ = received()
+
+			Expect(k8sClient.Delete(ctx, db)).To(Succeed())
+			reconcileTimes(db, 3)
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), &databasev1.Database{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Database is still there: %v", err)
+			Expect(received()).To(Equal([]string{deleting, deleted}))
+		})
+
+		It("over many passes, Deleting once when it starts and Deleted once when it ends", func() {
+			const hold = "test.example.com/hold"
+			db := newDatabase(isolatedNamespace, "", func(db *databasev1.Database) { db.GenerateName = "slow-" })
+			reconcileTimes(db, 3)
+			sts := getStatefulSet(Default, isolatedNamespace, db.Name)
+			sts.Finalizers = append(sts.Finalizers, hold)
+			Expect(k8sClient.Update(ctx, sts)).To(Succeed())
+			_ = received()
+
+			Expect(k8sClient.Delete(ctx, db)).To(Succeed())
+			reconcileTimes(db, 3)
+			Expect(received()).To(Equal([]string{deleting}), "one event when the cleanup starts, not one per pass")
+
+			sts = getStatefulSet(Default, isolatedNamespace, db.Name)
+			sts.Finalizers = nil
+			Expect(k8sClient.Update(ctx, sts)).To(Succeed())
+			reconcileTimes(db, 2)
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), &databasev1.Database{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Database is still there: %v", err)
+			Expect(received()).To(Equal([]string{deleted}))
+		})
 	})
 })
