@@ -90,11 +90,16 @@ type DatabaseReconciler struct {
 // StatefulSet and Service exist and match the spec, and the status tells how far
 // the rollout is. Every child is watched, so the loop never polls. A deleted
 // Database is held by its finalizer until its children are gone.
-func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer observeReconcile()(&result, &err)
 	db := &databasev1.Database{}
 	if err := r.Get(ctx, req.NamespacedName, db); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetDatabaseInfo(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	defer recordDatabaseInfo(db)
 	if !db.DeletionTimestamp.IsZero() {
 		return r.handleDeletion(ctx, db)
 	}
