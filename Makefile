@@ -8,7 +8,9 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 # Control-plane binaries for integration tests: built once by labctl itself
 # into $XDG_CACHE_HOME/labctl/controlplane and reused.
-TEST_TIMEOUT ?= 60m
+# A package's own limit, a guard against a hang: the honesty suite alone
+# takes about 50 minutes on 2 busy cores, and CI stops everything at 90.
+TEST_TIMEOUT ?= 75m
 
 .PHONY: all build generate dist cross test unit integration operator-test lint bench stability demo controlplane controlplane-pins kind-e2e clean
 
