@@ -66,12 +66,20 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// buildTimeout bounds the fixture operator's build (see startOperator).
+const buildTimeout = 20 * time.Minute
+
 // startOperator builds the fixture operator, installs its CRD and runs it
 // against the test cluster until the test ends.
 func startOperator(t *testing.T, ctx context.Context) *lockedBuffer {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	// The build has a bound of its own: with a cold Go cache on two busy
+	// cores, compiling controller-runtime alone can take most of the five
+	// minutes the verify and the reset are given.
+	buildCtx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	build := exec.CommandContext(buildCtx, "go", "build", "-o", bin, ".")
 	build.Dir = filepath.Join(fixture, "operator")
 	// Its own module, outside any workspace of the caller's.
 	build.Env = append(os.Environ(), "GOWORK=off")
@@ -84,7 +92,9 @@ func startOperator(t *testing.T, ctx context.Context) *lockedBuffer {
 	require.NoError(t, err)
 	a, err := kube.NewApplier(env.Config)
 	require.NoError(t, err)
-	_, err = a.Apply(ctx, objs)
+	applyCtx, cancelApply := context.WithTimeout(ctx, time.Minute)
+	defer cancelApply()
+	_, err = a.Apply(applyCtx, objs)
 	require.NoError(t, err)
 
 	log := &lockedBuffer{}
@@ -106,14 +116,13 @@ func TestFixtureLabVerifiesAndResets(t *testing.T) {
 	if env == nil {
 		t.Skip("needs the local cluster (not in -short)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-
 	all, err := labs.Load(os.DirFS(filepath.Join(fixture, "labs")))
 	require.NoError(t, err)
 	lab, err := labs.FindLab(all, "0.1")
 	require.NoError(t, err)
-	startOperator(t, ctx)
+	startOperator(t, context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 
 	// Verify, keeping the run's namespace and objects as --keep does.
 	ns := checks.NamespaceName(lab.ID)
