@@ -15,6 +15,7 @@ import (
 
 	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/logline"
+	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -320,7 +321,9 @@ func goHere(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	err = cmd.Start()
 	if err == nil {
-		lowerPriority(cmd.Process.Pid) // inherited by the compilers it starts
+		// The cluster it is checked against keeps its share of the CPU; the
+		// compilers the build starts inherit the priority.
+		proc.Renice(cmd.Process.Pid, 10)
 		err = cmd.Wait()
 	}
 	return stderr.String(), err

@@ -19,6 +19,7 @@ import (
 	"github.com/labctl/labctl/internal/filecopy"
 	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/operator"
+	"github.com/labctl/labctl/internal/proc"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/supervise"
 )
@@ -32,6 +33,10 @@ type BuildOptions struct {
 	// project's modules are downloaded first by the caller with `go mod
 	// download`, which runs no code of the project.
 	Box *sandbox.Box
+	// Nice, above 0, lowers the build's CPU priority (a nice value,
+	// inherited by the compilers it starts): for a build made ahead of
+	// need beside work whose timing matters, such as a verify.
+	Nice int
 }
 
 // BuildManager returns the project's manager executable, built with
@@ -71,7 +76,7 @@ func BuildManager(ctx context.Context, p *Project, o BuildOptions) (path string,
 		built = filepath.Join(o.Box.Home(), "manager.build")
 		err = buildSandboxed(ctx, p, gt, o.Box, built)
 	} else {
-		err = buildManager(ctx, p, built, gt.goBin)
+		err = buildManager(ctx, p, built, gt.goBin, o.Nice)
 	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -144,7 +149,7 @@ func pruneManagers(root string, keep int) {
 	}
 }
 
-func buildManager(ctx context.Context, p *Project, out, goBin string) error {
+func buildManager(ctx context.Context, p *Project, out, goBin string, nice int) error {
 	pkg := mainPackage(p)
 	// -s -w: no symbol tables; the manager is never debugged from here and
 	// linking is noticeably faster.
@@ -153,7 +158,14 @@ func buildManager(ctx context.Context, p *Project, out, goBin string) error {
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
+	err := cmd.Start()
+	if err == nil {
+		if nice > 0 {
+			proc.Renice(cmd.Process.Pid, nice)
+		}
+		err = cmd.Wait()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -273,9 +273,20 @@ func TestHonesty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a cluster")
 	}
+	order := []project{{"", ""}, {reference.Hello, ""}, {reference.Website, ""}}
+	for _, v := range courseVariants {
+		order = append(order, project{projectOf(t, v.lab), filepath.Join("testdata", "course", v.name+".patch")})
+	}
+	for _, m := range mutants {
+		order = append(order, project{projectOf(t, m.lab), filepath.Join("testdata", "mutants", m.name+".patch")})
+	}
+	// Each subtest's operator is built while the one before it is verified.
+	next := newAhead(order)
+	defer next.stop()
 	t.Run("reference", func(t *testing.T) {
-		dir := copyOperator(t, "")
+		dir := next.take(t, project{"", ""})
 		op := deployOperator(t, dir)
+		next.buildNext()
 		// No waitGarbageCollector here: until the collector syncs the new
 		// CRDs, dependents of a deleted Database linger with a dangling
 		// controller reference, which the cleanup checks accept as the
@@ -302,15 +313,17 @@ func TestHonesty(t *testing.T) {
 		})
 	})
 	t.Run("hello-reference", func(t *testing.T) {
-		dir := copyProject(t, reference.Hello, "")
+		dir := next.take(t, project{reference.Hello, ""})
 		op := deployOperator(t, dir)
+		next.buildNext()
 		for _, lab := range []string{"lab-2.4", "lab-3.1"} {
 			rep := verify(t, lab, op, dir)
 			require.Empty(t, rep.FailedTasks(), "the Hello World operator must pass every task of %s:\n%s", lab, render(rep))
 		}
 	})
 	t.Run("website-reference", func(t *testing.T) {
-		dir := copyProject(t, reference.Website, "")
+		dir := next.take(t, project{reference.Website, ""})
+		next.buildNext()
 		rep := verify(t, "lab-1.4", nil, dir)
 		require.Empty(t, rep.FailedTasks(), "the Website CRD must pass every task of lab-1.4:\n%s", render(rep))
 
@@ -333,9 +346,10 @@ func TestHonesty(t *testing.T) {
 	})
 	for _, v := range courseVariants {
 		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
-			project := projectOf(t, v.lab)
-			dir := copyProject(t, project, filepath.Join("testdata", "course", v.name+".patch"))
-			op := deployIfOperator(t, project, dir)
+			p := project{name: projectOf(t, v.lab), patch: filepath.Join("testdata", "course", v.name+".patch")}
+			dir := next.take(t, p)
+			op := deployIfOperator(t, p.name, dir)
+			next.buildNext()
 			rep := verify(t, v.lab, op, dir)
 			assert.Empty(t, rep.FailedTasks(), "the course's approach (%s) must pass every task of %s:\n%s", v.name, v.lab, render(rep))
 			// And `labctl grade` gives it full marks, under either credit.
@@ -348,9 +362,10 @@ func TestHonesty(t *testing.T) {
 	}
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
-			project := projectOf(t, m.lab)
-			dir := copyProject(t, project, filepath.Join("testdata", "mutants", m.name+".patch"))
-			op := deployIfOperator(t, project, dir)
+			p := project{name: projectOf(t, m.lab), patch: filepath.Join("testdata", "mutants", m.name+".patch")}
+			dir := next.take(t, p)
+			op := deployIfOperator(t, p.name, dir)
+			next.buildNext()
 			rep := verify(t, m.lab, op, dir)
 			want := slices.Sorted(slices.Values(m.fails))
 			got := slices.Sorted(slices.Values(rep.FailedTasks()))

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -30,32 +31,40 @@ import (
 
 // referenceDir is the reference project of that name in this repository
 // ("" is the Database operator; see reference.Lookup).
-func referenceDir(t testing.TB, project string) string {
-	t.Helper()
+func referenceDir(project string) (string, error) {
 	ref, err := reference.Lookup(project)
-	require.NoError(t, err)
+	if err != nil {
+		return "", err
+	}
 	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ref.RepoDir))
-	require.NoError(t, err)
+	if err != nil {
+		return "", err
+	}
 	marker := "PROJECT"
 	if !ref.Operator {
 		marker = "."
 	}
-	_, err = os.Stat(filepath.Join(dir, marker))
-	require.NoError(t, err, "the reference project %s is expected in %s", ref.Name, dir)
-	return dir
+	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+		return "", fmt.Errorf("the reference project %s is expected in %s: %w", ref.Name, dir, err)
+	}
+	return dir, nil
 }
 
-// workDir is where the operator under test is copied: always the same
-// path, because the Go build cache keys compiled packages by their
-// directory too. At one path, a mutant whose files are unchanged since the
-// last run costs a link, not a compile.
-func workDir(t testing.TB, project string) string {
-	t.Helper()
+// workDir is where a project under test is copied: one of two fixed
+// paths (slots), because the Go build cache keys compiled packages by
+// their directory too. At a fixed path, a mutant whose files are unchanged
+// since the last run costs a link, not a compile; two slots let the next
+// subtest's project be built while the current one is verified (ahead).
+func workDir(project string, slot int) (string, error) {
 	ref, err := reference.Lookup(project)
-	require.NoError(t, err)
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", ".labctl-tmp", "honesty", ref.Name))
-	require.NoError(t, err)
-	return dir
+	if err != nil {
+		return "", err
+	}
+	name := ref.Name
+	if slot != 0 {
+		name = fmt.Sprintf("%s-%d", name, slot+1)
+	}
+	return filepath.Abs(filepath.Join("..", "..", "..", ".labctl-tmp", "honesty", name))
 }
 
 // lockWorkDir serialises test runs that share workDir (another engineer's
@@ -83,13 +92,29 @@ func copyOperator(t testing.TB, patch string) string {
 }
 
 // copyProject copies a reference project (by name, "" for the Database
-// operator) into its workDir and applies a patch to it ("" for none).
+// operator) into its first slot and applies a patch to it ("" for none).
 func copyProject(t testing.TB, project, patch string) string {
 	t.Helper()
-	src := referenceDir(t, project)
-	dst := workDir(t, project)
-	require.NoError(t, os.RemoveAll(dst))
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	dir, err := copyInto(project, patch, 0)
+	require.NoError(t, err)
+	return dir
+}
+
+// copyInto copies a reference project into the given slot of its workDir
+// (replacing what was there) and applies a patch to it ("" for none).
+func copyInto(project, patch string, slot int) (string, error) {
+	src, err := referenceDir(project)
+	if err != nil {
+		return "", err
+	}
+	dst, err := workDir(project, slot)
+	if err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return "", err
+	}
+	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -119,32 +144,40 @@ func copyProject(t testing.TB, project, patch string) string {
 		// project's file names, sizes and mtimes.
 		return os.Chtimes(out, info.ModTime(), info.ModTime())
 	})
-	require.NoError(t, err)
-	if patch != "" {
-		abs, err := filepath.Abs(patch)
-		require.NoError(t, err)
-		cmd := exec.Command("git", "apply", "--verbose", "-p1", abs)
-		cmd.Dir = dst
-		// dst lies inside this repository's work tree: keep git from finding
-		// the repository, or it would patch paths relative to its root.
-		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(dst))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		require.NoError(t, cmd.Run(), "git apply %s (regenerate it against operator/?):\n%s", patch, out.String())
-		require.NotContains(t, out.String(), "Skipped patch", "git apply %s:\n%s", patch, out.String())
-		require.Contains(t, out.String(), "Applied patch", "git apply %s:\n%s", patch, out.String())
-		stampPatched(t, dst, abs)
+	if err != nil {
+		return "", err
 	}
-	return dst
+	if patch == "" {
+		return dst, nil
+	}
+	abs, err := filepath.Abs(patch)
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("git", "apply", "--verbose", "-p1", abs)
+	cmd.Dir = dst
+	// dst lies inside this repository's work tree: keep git from finding
+	// the repository, or it would patch paths relative to its root.
+	cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(dst))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git apply %s (regenerate it against operator/?): %w\n%s", patch, err, out.String())
+	}
+	if strings.Contains(out.String(), "Skipped patch") || !strings.Contains(out.String(), "Applied patch") {
+		return "", fmt.Errorf("git apply %s did not apply it:\n%s", patch, out.String())
+	}
+	return dst, stampPatched(dst, abs)
 }
 
 // stampPatched gives the files a patch changed an mtime derived from their
 // content, so the same mutant gets the same manager cache entry run after
 // run (and different content never shares one).
-func stampPatched(t testing.TB, dir, patch string) {
-	t.Helper()
+func stampPatched(dir, patch string) error {
 	raw, err := os.ReadFile(patch)
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		name, ok := strings.CutPrefix(line, "+++ b/")
 		if !ok {
@@ -152,11 +185,16 @@ func stampPatched(t testing.TB, dir, patch string) {
 		}
 		path := filepath.Join(dir, filepath.FromSlash(name))
 		content, err := os.ReadFile(path)
-		require.NoError(t, err)
+		if err != nil {
+			return err
+		}
 		sum := sha256.Sum256(content)
 		stamp := time.Unix(1_600_000_000, int64(binary.BigEndian.Uint32(sum[:4])))
-		require.NoError(t, os.Chtimes(path, stamp, stamp))
+		if err := os.Chtimes(path, stamp, stamp); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // deployOperator runs the project as the local cluster's operator,

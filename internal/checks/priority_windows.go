@@ -1,4 +1,0 @@
-package checks
-
-// lowerPriority leaves the build's priority alone: Windows has no nice.
-func lowerPriority(int) {}
