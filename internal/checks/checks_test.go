@@ -410,3 +410,30 @@ func TestEqualsPath(t *testing.T) {
 	assert.Contains(t, obs, "is not set")
 	assert.Equal(t, "status.conditions[type=Ready].observedGeneration = metadata.generation", DescribeAssertions([]labs.Assertion{same}))
 }
+
+// Lab 6.4's own marker carries a trailing comment, which controller-gen
+// reads into the last verb: patch on events is not granted, and the
+// failure says why.
+func TestRBACMarkerWithTrailingComment(t *testing.T) {
+	dir := t.TempDir()
+	src := `package controller
+
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch  // <-- ADD THIS LINE
+type DatabaseReconciler struct{}
+
+func (r *DatabaseReconciler) Reconcile() error { return nil }
+`
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "internal", "controller"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "internal", "controller", "database_controller.go"), []byte(src), 0o644))
+	proj, err := loadGoProject(dir)
+	require.NoError(t, err)
+	r := &run{proj: proj}
+	r.projOnce.Do(func() {})
+	c := &Context{run: r}
+	out := runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "", Resource: "events", Verbs: []string{"create"}})
+	assert.Equal(t, report.Pass, out.Status, out.Message)
+	out = runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "", Resource: "events", Verbs: []string{"create", "patch"}})
+	assert.Equal(t, report.Fail, out.Status, out.Message)
+	assert.Contains(t, out.Message, `ends in a comment, which controller-gen reads as part of its last verb ("patch  // <-- ADD THIS LINE"`)
+	assert.Contains(t, out.Message, "database_controller.go:3")
+}
