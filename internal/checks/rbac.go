@@ -12,18 +12,24 @@ import (
 )
 
 type rbacParams struct {
-	Group       string   `json:"group"`
-	Resource    string   `json:"resource"`
-	Subresource string   `json:"subresource,omitempty"`
-	Verbs       []string `json:"verbs"`
+	Group       string `json:"group"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	// NonResourceURL, instead of a resource, is a path the API server
+	// serves outside the API (/metrics: what a metrics reader may get).
+	NonResourceURL string   `json:"nonResourceURL,omitempty"`
+	Verbs          []string `json:"verbs"`
 	// Scope is "cluster" (all namespaces, as a manager's cache watches;
 	// the default) or "namespace" (the run's namespace).
 	Scope string `json:"scope,omitempty"`
 }
 
 func (p *rbacParams) Validate() error {
-	if p.Resource == "" || len(p.Verbs) == 0 {
-		return errors.New("needs resource and verbs")
+	if (p.Resource == "") == (p.NonResourceURL == "") || len(p.Verbs) == 0 {
+		return errors.New("needs verbs and either resource or nonResourceURL")
+	}
+	if p.NonResourceURL != "" && (p.Group != "" || p.Subresource != "" || p.Scope == "namespace") {
+		return errors.New("a nonResourceURL has no group, subresource or namespace")
 	}
 	if p.Scope != "" && p.Scope != "cluster" && p.Scope != "namespace" {
 		return errors.New("scope is cluster or namespace")
@@ -67,16 +73,23 @@ func runRBAC(ctx context.Context, c *Context, p *rbacParams) Outcome {
 	if ns != "" {
 		where = "in namespace " + ns
 	}
+	if p.NonResourceURL != "" {
+		what, where = p.NonResourceURL, "(a non-resource URL)"
+	}
 	var denied, allowed []string
 	var reasons []string
 	for _, verb := range p.Verbs {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   op.Identity,
 			Groups: saGroups(op.Identity),
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: ns, Verb: verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource,
-			},
 		}}
+		if p.NonResourceURL != "" {
+			sar.Spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: p.NonResourceURL, Verb: verb}
+		} else {
+			sar.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource,
+			}
+		}
 		if err := c.Client().Create(ctx, sar); err != nil {
 			return errorf("SubjectAccessReview for %s: %v", op.Identity, oneLine(err))
 		}

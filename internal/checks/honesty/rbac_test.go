@@ -1,0 +1,78 @@
+//go:build unix
+
+package honesty_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/labctl/labctl/internal/checks"
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/operator"
+	"github.com/labctl/labctl/internal/report"
+)
+
+// TestRBACCheckReviewsNonResourceURLs binds a ServiceAccount to a
+// ClusterRole that may get /metrics, as lab 6.4's metrics-reader binding
+// does, and reviews it with the rbac check: get is allowed, post is not,
+// and another ServiceAccount may not get it.
+func TestRBACCheckReviewsNonResourceURLs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := env.Namespace(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "controller-manager"}}
+	require.NoError(t, env.Client.Create(ctx, sa))
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	require.NoError(t, env.Client.Create(ctx, role))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), role) })
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader-rolebinding"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}}}
+	require.NoError(t, env.Client.Create(ctx, binding))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), binding) })
+
+	step := func(id string, verbs ...string) labs.Step {
+		with, err := json.Marshal(map[string]any{"nonResourceURL": "/metrics", "verbs": verbs})
+		require.NoError(t, err)
+		return labs.Step{ID: id, Tasks: []string{"1"}, Title: labs.Text{EN: id}, Check: &labs.GoCheck{Name: "rbac", With: with}}
+	}
+	lab := &labs.Lab{APIVersion: "labctl.dev/v1alpha1", Kind: "Lab", ID: "lab-0.9", Title: labs.Text{EN: "rbac"},
+		Defaults: labs.Defaults{Timeout: labs.Timeout{Local: time.Second, Kind: time.Second}, For: labs.Timeout{Local: time.Second, Kind: time.Second}},
+		Tasks:    []labs.Task{{ID: "1", Points: 10, Title: labs.Text{EN: "rbac"}}},
+		Scenarios: []labs.Scenario{{Name: "rbac", Steps: []labs.Step{
+			step("may-get", "get"),
+			step("may-post", "get", "post"),
+		}}}}
+	require.NoError(t, checks.Validate(lab))
+	review := func(account string) map[string]*report.CheckResult {
+		op := &operator.Operator{Identity: operator.ServiceAccountUser(ns, account)}
+		rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, Lang: "en"})
+		require.NoError(t, err)
+		got := map[string]*report.CheckResult{}
+		for _, task := range rep.Tasks {
+			for _, c := range task.Checks {
+				got[c.ID] = c
+			}
+		}
+		return got
+	}
+	got := review(sa.Name)
+	assert.Equal(t, report.Pass, got["may-get"].Status, got["may-get"].Message)
+	assert.Contains(t, got["may-get"].Message, "may get /metrics")
+	assert.Equal(t, report.Fail, got["may-post"].Status, got["may-post"].Message)
+	assert.Contains(t, got["may-post"].Message, "may not post /metrics")
+	got = review("default")
+	assert.Equal(t, report.Fail, got["may-get"].Status, got["may-get"].Message)
+}
