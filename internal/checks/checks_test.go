@@ -47,7 +47,11 @@ func TestValidateRejectsUnknownChecksAndParameters(t *testing.T) {
 	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "no-such-check"}
 	assert.ErrorContains(t, Validate(lab), `unknown check "no-such-check"`)
 	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"resource":"backups"}`)}
-	assert.ErrorContains(t, Validate(lab), "needs resource and verbs")
+	assert.ErrorContains(t, Validate(lab), "needs verbs and either resource or nonResourceURL")
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"resource":"backups","nonResourceURL":"/metrics","verbs":["get"]}`)}
+	assert.ErrorContains(t, Validate(lab), "needs verbs and either resource or nonResourceURL")
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"nonResourceURL":"/metrics","scope":"namespace","verbs":["get"]}`)}
+	assert.ErrorContains(t, Validate(lab), "a nonResourceURL has no group, subresource or namespace")
 }
 
 func obj(t *testing.T, y string) *unstructured.Unstructured {
