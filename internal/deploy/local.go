@@ -56,6 +56,9 @@ type localRecord struct {
 	Namespace      string `json:"namespace"`
 	ServiceAccount string `json:"serviceAccount"`
 	ProbePort      int    `json:"probePort"`
+	// MetricsPort is where the manager serves /metrics on 127.0.0.1
+	// (0: not served, a record of an older labctl).
+	MetricsPort int `json:"metricsPort,omitempty"`
 	// SourceHash fingerprints the sources the running manager was built
 	// from (sourceHash).
 	SourceHash string `json:"sourceHash,omitempty"`
@@ -207,7 +210,11 @@ func (d *localDeploy) start(context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.rec.ProbePort = port
+	metricsPort, err := freeport.Get()
+	if err != nil {
+		return err
+	}
+	d.rec.ProbePort, d.rec.MetricsPort = port, metricsPort
 	d.logFile, d.restarts = filepath.Join(d.dir, "manager.log"), filepath.Join(d.dir, "restarts")
 	_ = os.Remove(d.logFile)
 	_ = os.Remove(d.restarts)
@@ -223,7 +230,10 @@ func (d *localDeploy) start(context.Context) error {
 	}
 	path, args, env, err := supervise.CommandWith(d.logFile, d.restarts, d.opts.Limits, d.duties, []string{bin,
 		"--kubeconfig=" + d.kubeconfig,
-		"--metrics-bind-address=0",
+		// As the manager Deployment serves them (kubebuilder's default
+		// config: HTTPS, each request authenticated and authorized by the
+		// API server), on a port of this machine only.
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port),
 		"--leader-elect=false",
 	})
@@ -352,6 +362,7 @@ func operatorFor(p *Project, rec localRecord, dir string) *operator.Operator {
 			}
 			return 0, errors.New("the manager's supervisor is not running")
 		},
+		Metrics: scrapeAt(rec.MetricsPort),
 	}
 }
 

@@ -34,6 +34,10 @@ type Operator struct {
 	// SourceHash fingerprints the project's sources as they were when the
 	// running manager was built ("" when unknown, e.g. in-cluster).
 	SourceHash string
+	// Metrics scrapes the manager's metrics endpoint as Prometheus does,
+	// with token as the bearer token, and returns the HTTP status and
+	// body; nil where labctl knows no endpoint.
+	Metrics func(ctx context.Context, token string) (status int, body []byte, err error)
 }
 
 // SourceChanged reports whether the project's sources differ from those
