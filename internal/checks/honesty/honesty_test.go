@@ -297,6 +297,7 @@ func TestHonesty(t *testing.T) {
 			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
 		}
 		t.Run("command", testVerifyCommand)
+		t.Run("metrics", func(t *testing.T) { testMetricsScraped(t, op) })
 		// Sources edited after the deploy: verify warns that the running
 		// operator is stale (grade fails it).
 		t.Run("stale", func(t *testing.T) {
