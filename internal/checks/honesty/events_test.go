@@ -4,7 +4,6 @@ package honesty_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/labctl/labctl/internal/checks"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
@@ -34,19 +32,8 @@ func TestEventsCheckReadsBothRecorders(t *testing.T) {
 		t.Skip("needs a cluster")
 	}
 	step := func(id, about string, reasons ...string) labs.Step {
-		with, err := json.Marshal(map[string]any{"about": "configmap/" + about, "reasons": reasons, "source": "database-controller"})
-		require.NoError(t, err)
-		return labs.Step{ID: id, Tasks: []string{"1"}, Title: labs.Text{EN: id}, Check: &labs.GoCheck{Name: "events", With: with}}
+		return checkStep(t, id, "events", map[string]any{"about": "configmap/" + about, "reasons": reasons, "source": "database-controller"})
 	}
-	lab := &labs.Lab{APIVersion: "labctl.dev/v1alpha1", Kind: "Lab", ID: "lab-0.9", Title: labs.Text{EN: "events"},
-		Defaults: labs.Defaults{Timeout: labs.Timeout{Local: 3 * time.Second, Kind: 3 * time.Second}, For: labs.Timeout{Local: time.Second, Kind: time.Second}},
-		Tasks:    []labs.Task{{ID: "1", Points: 10, Title: labs.Text{EN: "events"}}},
-		Scenarios: []labs.Scenario{{Name: "events", Steps: []labs.Step{
-			step("core-recorder", "core-made", "Created", "Ready"),
-			step("events-recorder", "new-made", "Created", "Ready"),
-			step("never-recorded", "core-made", "Deleted"),
-		}}}}
-	require.NoError(t, checks.Validate(lab))
 
 	ns := "lab-0-9-events-" + time.Now().Format("150405")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -81,17 +68,14 @@ func TestEventsCheckReadsBothRecorders(t *testing.T) {
 		nextRec.Eventf(cm2, nil, corev1.EventTypeNormal, "Ready", "Reconcile", "Database is ready")
 		<-runDone // the broadcasters send asynchronously: shutting down earlier would drop what is queued
 	}()
-	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Namespace: ns, Lang: "en"})
-	close(runDone)
+	got := func() map[string]*report.CheckResult {
+		defer close(runDone)
+		return runSteps(ctx, t, nil, ns, 3*time.Second,
+			step("core-recorder", "core-made", "Created", "Ready"),
+			step("events-recorder", "new-made", "Created", "Ready"),
+			step("never-recorded", "core-made", "Deleted"))
+	}()
 	<-recorded
-	require.NoError(t, err)
-	got := map[string]*report.CheckResult{}
-	for _, task := range rep.Tasks {
-		for _, c := range task.Checks {
-			got[c.ID] = c
-		}
-	}
-	require.Contains(t, got, "core-recorder")
 	assert.Equal(t, report.Pass, got["core-recorder"].Status, got["core-recorder"].Message)
 	assert.Equal(t, report.Pass, got["events-recorder"].Status, got["events-recorder"].Message)
 	assert.Equal(t, report.Fail, got["never-recorded"].Status, got["never-recorded"].Message)

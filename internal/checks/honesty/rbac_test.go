@@ -4,7 +4,6 @@ package honesty_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/labctl/labctl/internal/checks"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/report"
@@ -44,29 +42,11 @@ func TestRBACCheckReviewsNonResourceURLs(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), binding) })
 
 	step := func(id string, verbs ...string) labs.Step {
-		with, err := json.Marshal(map[string]any{"nonResourceURL": "/metrics", "verbs": verbs})
-		require.NoError(t, err)
-		return labs.Step{ID: id, Tasks: []string{"1"}, Title: labs.Text{EN: id}, Check: &labs.GoCheck{Name: "rbac", With: with}}
+		return checkStep(t, id, "rbac", map[string]any{"nonResourceURL": "/metrics", "verbs": verbs})
 	}
-	lab := &labs.Lab{APIVersion: "labctl.dev/v1alpha1", Kind: "Lab", ID: "lab-0.9", Title: labs.Text{EN: "rbac"},
-		Defaults: labs.Defaults{Timeout: labs.Timeout{Local: time.Second, Kind: time.Second}, For: labs.Timeout{Local: time.Second, Kind: time.Second}},
-		Tasks:    []labs.Task{{ID: "1", Points: 10, Title: labs.Text{EN: "rbac"}}},
-		Scenarios: []labs.Scenario{{Name: "rbac", Steps: []labs.Step{
-			step("may-get", "get"),
-			step("may-post", "get", "post"),
-		}}}}
-	require.NoError(t, checks.Validate(lab))
 	review := func(account string) map[string]*report.CheckResult {
 		op := &operator.Operator{Identity: operator.ServiceAccountUser(ns, account)}
-		rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, Lang: "en"})
-		require.NoError(t, err)
-		got := map[string]*report.CheckResult{}
-		for _, task := range rep.Tasks {
-			for _, c := range task.Checks {
-				got[c.ID] = c
-			}
-		}
-		return got
+		return runSteps(ctx, t, op, "", time.Second, step("may-get", "get"), step("may-post", "get", "post"))
 	}
 	got := review(sa.Name)
 	assert.Equal(t, report.Pass, got["may-get"].Status, got["may-get"].Message)
