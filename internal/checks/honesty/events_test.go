@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -45,11 +46,11 @@ func TestEventsCheckReadsBothRecorders(t *testing.T) {
 	runDone, recorded := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(recorded)
-		for ctx.Err() == nil {
-			if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err == nil, nil
+		}); err != nil {
+			return // the run never made its namespace: its steps fail and say so
 		}
 		core := record.NewBroadcaster()
 		defer core.Shutdown()
