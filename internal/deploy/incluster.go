@@ -36,6 +36,10 @@ const (
 	// image ID last deployed, so a rebuilt image with the same name is
 	// noticed and rolled out.
 	ImageIDAnnotation = "labctl.dev/image-id"
+	// AppliedAnnotation on the manager Deployment lists the objects its
+	// deploy applied, so the next deploy deletes those the project no
+	// longer has (kube.Applier.Prune).
+	AppliedAnnotation = "labctl.dev/applied"
 	// RestartedAtAnnotation on the pod template is what `kubectl rollout
 	// restart` sets.
 	RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
@@ -85,14 +89,17 @@ func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOpt
 			return nil, err
 		}
 	}
-	if o.ImageID != "" {
-		ann := dep.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[ImageIDAnnotation] = o.ImageID
-		dep.SetAnnotations(ann)
+	ann := dep.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
 	}
+	if o.ImageID != "" {
+		ann[ImageIDAnnotation] = o.ImageID
+	}
+	applied := kube.RefsOf(objs)
+	raw, _ := json.Marshal(applied)
+	ann[AppliedAnnotation] = string(raw)
+	dep.SetAnnotations(ann)
 	ns, name := dep.GetNamespace(), dep.GetName()
 	if ns == "" {
 		ns = "default"
@@ -141,11 +148,35 @@ func InCluster(ctx context.Context, cfg *rest.Config, p *Project, o InClusterOpt
 	if err := waitRolledOut(ctx, cfg, cs, s, ns, name, container, o.Timeout); err != nil {
 		return nil, err
 	}
+	if err := pruneInCluster(ctx, s, a, before, applied); err != nil {
+		return nil, err
+	}
 	sa, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "serviceAccountName")
 	if sa == "" {
 		sa = "default"
 	}
 	return inClusterOperator(cs, p, after, container, sa), nil
+}
+
+// pruneInCluster deletes what the deploy before (recorded on its manager
+// Deployment, before) applied and this one does not.
+func pruneInCluster(ctx context.Context, s *iostreams.IOStreams, a *kube.Applier, before *appsv1.Deployment, applied []kube.ObjectRef) error {
+	if before == nil || before.Annotations[AppliedAnnotation] == "" {
+		return nil
+	}
+	var prev []kube.ObjectRef
+	if err := json.Unmarshal([]byte(before.Annotations[AppliedAnnotation]), &prev); err != nil {
+		fmt.Fprintf(s.ErrOut, "Ignoring the annotation %s of Deployment %s/%s: %v.\n", AppliedAnnotation, before.Namespace, before.Name, err)
+		return nil
+	}
+	pruned, err := a.Prune(ctx, prev, applied)
+	for _, r := range pruned {
+		fmt.Fprintf(s.ErrOut, "Deleted %s: the project no longer has it.\n", r)
+	}
+	if err != nil {
+		return userr.Wrap(err, userr.ExitFailure, "cannot delete what the project no longer has: "+err.Error(), "delete it with kubectl, then run `labctl up` again")
+	}
+	return nil
 }
 
 // CurrentInCluster describes p's operator as already deployed in the

@@ -15,8 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
@@ -400,4 +403,36 @@ func TestToKind(t *testing.T) {
 	_, err = deploy.ToKind(ctx, c, p, deploy.KindOptions{Streams: s, Provider: prov, Tag: "Postgres Operator"})
 	require.Error(t, err)
 	assert.Contains(t, userr.Message(err), `invalid image name "Postgres Operator"`)
+}
+
+// A redeploy deletes what the deploy before applied and the project no
+// longer has: the metrics-reader binding taken out of
+// config/rbac/kustomization.yaml stops granting. The list of what was
+// applied rides on the manager Deployment.
+func TestInClusterRedeployDeletesWhatTheProjectNoLongerHas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the local cluster")
+	}
+	ctx := context.Background()
+	p := inClusterProject(t, "pruned")
+	s, _, errOut := iostreams.Test(false)
+	deployed := func() {
+		t.Helper()
+		_, err := deploy.InCluster(ctx, env.Config, p, deploy.InClusterOptions{Streams: s, Image: "localhost/postgres-operator:latest", Timeout: 2 * time.Minute})
+		require.NoError(t, err, errOut.String())
+	}
+	deployed()
+	crb := &rbacv1.ClusterRoleBinding{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "pruned-metrics-reader-rolebinding"}, crb))
+	assert.Contains(t, getDeployment(t, "pruned-system", "pruned-controller-manager").Annotations[deploy.AppliedAnnotation], `"kind":"ClusterRoleBinding","name":"pruned-metrics-reader-rolebinding"`)
+
+	kustomization := filepath.Join(p.Dir, "config", "rbac", "kustomization.yaml")
+	raw, err := os.ReadFile(kustomization)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(kustomization, []byte(strings.Replace(string(raw), "- metrics_reader_role_binding.yaml\n", "", 1)), 0o644))
+	deployed()
+	err = env.Client.Get(ctx, client.ObjectKey{Name: "pruned-metrics-reader-rolebinding"}, crb)
+	assert.True(t, apierrors.IsNotFound(err), "the binding taken out of config/ is deleted: %v", err)
+	assert.Contains(t, errOut.String(), "Deleted ClusterRoleBinding pruned-metrics-reader-rolebinding: the project no longer has it.")
+	assert.NotContains(t, errOut.String(), "Deleted CustomResourceDefinition")
 }

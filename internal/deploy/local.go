@@ -83,7 +83,7 @@ func RunLocal(ctx context.Context, c *cluster.Cluster, p *Project, opts LocalOpt
 	if d.s == nil {
 		d.s, _, _ = iostreams.Test(false)
 	}
-	for _, phase := range []func(context.Context) error{d.install, d.build, d.credentials, d.start, d.awaitReady, d.swap} {
+	for _, phase := range []func(context.Context) error{d.install, d.build, d.credentials, d.start, d.awaitReady, d.swap, d.prune} {
 		if err := phase(ctx); err != nil {
 			return nil, err
 		}
@@ -99,8 +99,10 @@ type localDeploy struct {
 	s    *iostreams.IOStreams
 
 	rec       localRecord
-	live, dir string // the slot of the manager running now ("" if none) and the new one's
-	bin       string // the manager binary, as the supervisor starts it
+	applier   *kube.Applier
+	applied   []kube.ObjectRef // what install applied, for the next deploy's prune
+	live, dir string           // the slot of the manager running now ("" if none) and the new one's
+	bin       string           // the manager binary, as the supervisor starts it
 	// kubeconfig holds only the ServiceAccount token the supervisor renews.
 	kubeconfig string
 	duties     supervise.Duties
@@ -155,7 +157,35 @@ func (d *localDeploy) install(ctx context.Context) error {
 	for _, sk := range skipped {
 		fmt.Fprintf(d.s.ErrOut, "Skipped %s %s: %s.\n", sk.Object.GetKind(), sk.Object.GetName(), sk.Reason)
 	}
+	d.applier, d.applied = applier, kube.RefsOf(keep)
 	return nil
+}
+
+// appliedFile records what the last deploy of a project applied.
+func appliedFile(c *cluster.Cluster, name string) string {
+	return filepath.Join(operatorsDir(c), name+".applied.json")
+}
+
+// prune, once the new manager serves, deletes what the project's previous
+// deploy applied and this one does not (a binding taken out of config/
+// stops granting), and records what this one applied.
+func (d *localDeploy) prune(ctx context.Context) error {
+	file := appliedFile(d.c, d.p.Name)
+	var prev []kube.ObjectRef
+	if raw, err := os.ReadFile(file); err == nil {
+		if err := json.Unmarshal(raw, &prev); err != nil {
+			fmt.Fprintf(d.s.ErrOut, "Ignoring %s: %v.\n", file, err)
+		}
+	}
+	pruned, err := d.applier.Prune(ctx, prev, d.applied)
+	for _, r := range pruned {
+		fmt.Fprintf(d.s.ErrOut, "Deleted %s: the project no longer has it.\n", r)
+	}
+	if err != nil {
+		return userr.Wrap(err, userr.ExitFailure, "cannot delete what the project no longer has: "+err.Error(), "delete it with kubectl, then run `labctl up` again")
+	}
+	raw, _ := json.MarshalIndent(d.applied, "", "  ")
+	return os.WriteFile(file, raw, 0o644)
 }
 
 // build picks the new manager's slot and builds it there. The new manager

@@ -2,12 +2,17 @@ package deploy_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/labctl/labctl/internal/deploy"
 	"github.com/labctl/labctl/internal/iostreams"
@@ -84,4 +89,53 @@ func TestRedeployStartsTheNewManagerThenSwaps(t *testing.T) {
 	for _, r := range first {
 		assert.False(t, r.Alive(), "the replaced manager's supervisor is stopped")
 	}
+}
+
+// A redeploy deletes what the project's previous deploy applied and its
+// config/ no longer has, as `kubectl apply --prune` would: a
+// ClusterRoleBinding taken out stops granting. Namespaces (and CRDs) stay.
+func TestRedeployDeletesWhatTheProjectNoLongerHas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "pruned")
+	require.NoError(t, testproject.Write(dir, "pruned", testproject.Ready))
+	const binding = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: pruned-metrics-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pruned-metrics-reader}
+subjects: [{kind: ServiceAccount, name: pruned-controller-manager, namespace: pruned-system}]
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config", "default", "binding.yaml"), []byte(binding), 0o644))
+	kustomization := filepath.Join(dir, "config", "default", "kustomization.yaml")
+	require.NoError(t, os.WriteFile(kustomization, []byte("resources:\n- manager.yaml\n- binding.yaml\n"), 0o644))
+	s, _, errOut := iostreams.Test(false)
+	opts := deploy.LocalOptions{Streams: s, TiedToParent: true, ReadyTimeout: time.Minute}
+	deployed := func() {
+		t.Helper()
+		p, err := deploy.LoadProject(dir)
+		require.NoError(t, err)
+		_, err = deploy.RunLocal(ctx, env.Cluster, p, opts)
+		require.NoError(t, err, errOut.String())
+	}
+	t.Cleanup(func() {
+		for _, r := range proc.LoadRecords(filepath.Join(env.Env.StateDir, "operators", "pruned*", proc.SupervisorRecord)) {
+			_ = proc.StopRecord(context.Background(), r, 10*time.Second)
+		}
+	})
+
+	deployed()
+	crb := &rbacv1.ClusterRoleBinding{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "pruned-metrics-reader"}, crb))
+
+	require.NoError(t, os.WriteFile(kustomization, []byte("resources:\n- manager.yaml\n"), 0o644))
+	deployed()
+	err := env.Client.Get(ctx, client.ObjectKey{Name: "pruned-metrics-reader"}, crb)
+	assert.True(t, apierrors.IsNotFound(err), "the binding taken out of config/ is deleted: %v", err)
+	assert.Contains(t, errOut.String(), "Deleted ClusterRoleBinding pruned-metrics-reader: the project no longer has it.")
+	assert.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "pruned-system"}, &corev1.Namespace{}), "namespaces are never pruned")
+
+	// A deploy that changes nothing deletes nothing.
+	errOut.Reset()
+	deployed()
+	assert.NotContains(t, errOut.String(), "Deleted ")
 }
