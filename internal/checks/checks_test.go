@@ -52,6 +52,14 @@ func TestValidateRejectsUnknownChecksAndParameters(t *testing.T) {
 	assert.ErrorContains(t, Validate(lab), "needs verbs and either resource or nonResourceURL")
 	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"nonResourceURL":"/metrics","scope":"namespace","verbs":["get"]}`)}
 	assert.ErrorContains(t, Validate(lab), "a nonResourceURL has no group, subresource or namespace")
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"group":"","groups":["","events.k8s.io"],"resource":"events","verbs":["create"]}`)}
+	assert.NoError(t, Validate(lab), "an empty group is the core group, not a second choice")
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"group":"apps","groups":["","events.k8s.io"],"resource":"events","verbs":["create"]}`)}
+	assert.ErrorContains(t, Validate(lab), "group and groups are alternatives")
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac-marker", With: json.RawMessage(`{"reconciler":"R","group":"apps","groups":["","events.k8s.io"],"resource":"events","verbs":["create"]}`)}
+	assert.ErrorContains(t, Validate(lab), "group and groups are alternatives")
+	lab.Scenarios[0].Steps[0].Check = &labs.GoCheck{Name: "rbac", With: json.RawMessage(`{"groups":["metrics"],"nonResourceURL":"/metrics","verbs":["get"]}`)}
+	assert.ErrorContains(t, Validate(lab), "a nonResourceURL has no group, subresource or namespace")
 }
 
 func obj(t *testing.T, y string) *unstructured.Unstructured {
@@ -440,4 +448,41 @@ func (r *DatabaseReconciler) Reconcile() error { return nil }
 	assert.Equal(t, report.Fail, out.Status, out.Message)
 	assert.Contains(t, out.Message, `ends in a comment, which controller-gen reads as part of its last verb ("patch  // <-- ADD THIS LINE"`)
 	assert.Contains(t, out.Message, "database_controller.go:3")
+
+	// Either recorder's group will do when the lab allows both; the
+	// trailing comment is explained all the same.
+	events := func(verbs ...string) *rbacMarkerParams {
+		return &rbacMarkerParams{Reconciler: "DatabaseReconciler", Groups: []string{"", "events.k8s.io"}, Resource: "events", Verbs: verbs}
+	}
+	out = runRBACMarker(context.Background(), c, events("create"))
+	assert.Equal(t, report.Pass, out.Status, out.Message)
+	out = runRBACMarker(context.Background(), c, events("create", "patch"))
+	assert.Equal(t, report.Fail, out.Status, out.Message)
+	assert.Contains(t, out.Message, "ends in a comment")
+	assert.Equal(t, "+kubebuilder:rbac:groups=core,resources=events,verbs=create;patch (or groups=events.k8s.io) in any file of internal/controller/ (beside the DatabaseReconciler struct, as the lab shows), then make manifests", out.Expected)
+}
+
+// A marker in events.k8s.io answers for the events.EventRecorder
+// (mgr.GetEventRecorder); one in apps answers for neither recorder.
+func TestRBACMarkerGroupAlternatives(t *testing.T) {
+	for _, tc := range []struct {
+		marker string
+		status report.Result
+	}{
+		{"+kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch", report.Pass},
+		{"+kubebuilder:rbac:groups=\"\",resources=events,verbs=create", report.Pass},
+		{"+kubebuilder:rbac:groups=apps,resources=events,verbs=create;patch", report.Fail},
+		{"+kubebuilder:rbac:groups=core,resources=event,verbs=create;patch", report.Fail},
+	} {
+		dir := t.TempDir()
+		src := "package controller\n\n// " + tc.marker + "\ntype DatabaseReconciler struct{}\n\nfunc (r *DatabaseReconciler) Reconcile() error { return nil }\n"
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "internal", "controller"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "internal", "controller", "database_controller.go"), []byte(src), 0o644))
+		proj, err := loadGoProject(dir)
+		require.NoError(t, err)
+		r := &run{proj: proj}
+		r.projOnce.Do(func() {})
+		out := runRBACMarker(context.Background(), &Context{run: r}, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Groups: []string{"", "events.k8s.io"}, Resource: "events", Verbs: []string{"create"}})
+		assert.Equal(t, tc.status, out.Status, "%s: %s", tc.marker, out.Message)
+	}
 }

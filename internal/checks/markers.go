@@ -23,17 +23,42 @@ func init() {
 type rbacMarkerParams struct {
 	// Reconciler is the type whose package (the package of its Reconcile
 	// method) must carry the marker (DatabaseReconciler).
-	Reconciler string   `json:"reconciler"`
-	Group      string   `json:"group"`
-	Resource   string   `json:"resource"`
-	Verbs      []string `json:"verbs"`
+	Reconciler string `json:"reconciler"`
+	Group      string `json:"group"`
+	// Groups, instead of Group, are alternatives: a marker granting the
+	// verbs in any one of them will do (as the rbac check's groups).
+	Groups   []string `json:"groups,omitempty"`
+	Resource string   `json:"resource"`
+	Verbs    []string `json:"verbs"`
 }
 
 func (p *rbacMarkerParams) Validate() error {
 	if p.Reconciler == "" || p.Resource == "" || len(p.Verbs) == 0 {
 		return errors.New("needs reconciler, resource and verbs")
 	}
+	if p.Group != "" && len(p.Groups) > 0 {
+		return errors.New("group and groups are alternatives: set one")
+	}
 	return nil
+}
+
+// groups are the API groups a marker may grant the verbs in, each an
+// alternative.
+func (p *rbacMarkerParams) groups() []string {
+	if len(p.Groups) > 0 {
+		return p.Groups
+	}
+	return []string{p.Group}
+}
+
+// grantedBy reports whether m grants the verbs in one of the groups.
+func (p *rbacMarkerParams) grantedBy(m rbacMarker) bool {
+	for _, g := range p.groups() {
+		if m.grants(g, p.Resource, p.Verbs) {
+			return true
+		}
+	}
+	return false
 }
 
 // rbacMarker is one +kubebuilder:rbac line: groups, resources and verbs
@@ -100,7 +125,10 @@ func runRBACMarker(_ context.Context, c *Context, p *rbacMarkerParams) Outcome {
 			break
 		}
 	}
-	want := fmt.Sprintf("+kubebuilder:rbac:groups=%s,resources=%s,verbs=%s", p.Group, p.Resource, strings.Join(p.Verbs, ";"))
+	want := fmt.Sprintf("+kubebuilder:rbac:groups=%s,resources=%s,verbs=%s", markerGroup(p.groups()[0]), p.Resource, strings.Join(p.Verbs, ";"))
+	if len(p.Groups) > 1 {
+		want += " (or groups=" + strings.Join(p.Groups[1:], " or ") + ")"
+	}
 	if file == nil {
 		return Outcome{Status: report.Fail, Message: fmt.Sprintf("no Reconcile method of %s was found in the project", p.Reconciler),
 			Expected: want + " in the package of (" + p.Reconciler + ").Reconcile"}
@@ -128,7 +156,7 @@ func runRBACMarker(_ context.Context, c *Context, p *rbacMarkerParams) Outcome {
 	}
 	var onResource []string
 	for _, m := range markers {
-		if m.grants(p.Group, p.Resource, p.Verbs) {
+		if p.grantedBy(m) {
 			return pass("the package of %s has the marker for %s (%s)", p.Reconciler, p.Resource, m.at)
 		}
 		if slices.Contains(m.resources, p.Resource) {
@@ -152,6 +180,14 @@ func runRBACMarker(_ context.Context, c *Context, p *rbacMarkerParams) Outcome {
 		Observed: observed}
 }
 
+// markerGroup is a group as a marker spells it: the core group is "core".
+func markerGroup(group string) string {
+	if group == "" {
+		return "core"
+	}
+	return group
+}
+
 // commentInVerb finds a marker for the resource whose verbs would grant
 // what is asked but for a trailing "//" comment read into a verb.
 func commentInVerb(markers []rbacMarker, p *rbacMarkerParams) (rbacMarker, string, bool) {
@@ -164,7 +200,7 @@ func commentInVerb(markers []rbacMarker, p *rbacMarkerParams) (rbacMarker, strin
 			fixed := m
 			fixed.verbs = slices.Clone(m.verbs)
 			fixed.verbs[i] = strings.TrimSpace(before)
-			if fixed.grants(p.Group, p.Resource, p.Verbs) {
+			if p.grantedBy(fixed) {
 				return m, v, true
 			}
 		}

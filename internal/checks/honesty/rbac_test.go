@@ -56,3 +56,39 @@ func TestRBACCheckReviewsNonResourceURLs(t *testing.T) {
 	got = review("default")
 	assert.Equal(t, report.Fail, got["may-get"].Status, got["may-get"].Message)
 }
+
+// TestRBACCheckTakesAnyOfGroups: events may be created in the core group
+// (record.EventRecorder) or in events.k8s.io (events.EventRecorder); with
+// groups the check passes when either is granted, and says both when
+// neither is.
+func TestRBACCheckTakesAnyOfGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := env.Namespace(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "controller-manager"}}
+	require.NoError(t, env.Client.Create(ctx, sa))
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-events"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}}
+	require.NoError(t, env.Client.Create(ctx, role))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), role) })
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-events"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}}}
+	require.NoError(t, env.Client.Create(ctx, binding))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), binding) })
+
+	op := &operator.Operator{Identity: operator.ServiceAccountUser(ns, sa.Name)}
+	got := runSteps(ctx, t, op, "", time.Second,
+		checkStep(t, "either-group", "rbac", map[string]any{"groups": []string{"", "events.k8s.io"}, "resource": "events", "verbs": []string{"create"}}),
+		checkStep(t, "core-only", "rbac", map[string]any{"group": "", "resource": "events", "verbs": []string{"create"}}),
+		checkStep(t, "neither", "rbac", map[string]any{"groups": []string{"", "events.k8s.io"}, "resource": "events", "verbs": []string{"delete"}}),
+	)
+	assert.Equal(t, report.Pass, got["either-group"].Status, got["either-group"].Message)
+	assert.Contains(t, got["either-group"].Message, "may create events.events.k8s.io")
+	assert.Equal(t, report.Fail, got["core-only"].Status, got["core-only"].Message)
+	assert.Equal(t, report.Fail, got["neither"].Status, got["neither"].Message)
+	assert.Contains(t, got["neither"].Message, "may not delete events or events.events.k8s.io")
+}
