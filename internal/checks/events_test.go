@@ -54,4 +54,14 @@ func TestJudgeEvents(t *testing.T) {
 	}
 	out := judgeEvents([]corev1.Event{coreEvent("Ready", "Normal", "db", 2), coreEvent("Created", "Normal", "db", 1), coreEvent("Created", "Normal", "db", 3)}, "Database", p)
 	assert.Equal(t, "Normal Created (db), Normal Ready (db), Normal Created (db)", out.Observed, "oldest first")
+
+	// No source asked: any recorder's Events count, the type still does.
+	anySource := &eventsParams{About: p.About, Reasons: []string{"Deleting", "Deleted"}}
+	out = judgeEvents([]corev1.Event{coreEvent("Deleting", "Normal", "db", 1), newEvent("Deleted", "Normal", "", 2)}, "Database", anySource)
+	assert.Equal(t, report.Pass, out.Status, out.Message)
+	assert.Contains(t, out.Message, "the operator recorded Normal Events Deleting, Deleted")
+	out = judgeEvents([]corev1.Event{coreEvent("Deleting", "Warning", "db", 1)}, "Database", anySource)
+	assert.Equal(t, report.Fail, out.Status)
+	assert.Equal(t, "the Events about database/test-events: no Event with reason Deleted; Deleting only of type Warning", out.Message)
+	assert.NotContains(t, out.Expected, "GetEventRecorderFor")
 }
