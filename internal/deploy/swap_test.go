@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,8 +107,12 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pruned-m
 subjects: [{kind: ServiceAccount, name: pruned-controller-manager, namespace: pruned-system}]
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config", "default", "binding.yaml"), []byte(binding), 0o644))
+	// A binding whose roleRef the second deploy changes: roleRef is
+	// immutable, so the binding is replaced.
+	rebound := filepath.Join(dir, "config", "default", "rebound.yaml")
+	require.NoError(t, os.WriteFile(rebound, []byte(strings.ReplaceAll(binding, "pruned-metrics-reader", "pruned-rebound")), 0o644))
 	kustomization := filepath.Join(dir, "config", "default", "kustomization.yaml")
-	require.NoError(t, os.WriteFile(kustomization, []byte("resources:\n- manager.yaml\n- binding.yaml\n"), 0o644))
+	require.NoError(t, os.WriteFile(kustomization, []byte("resources:\n- manager.yaml\n- binding.yaml\n- rebound.yaml\n"), 0o644))
 	s, _, errOut := iostreams.Test(false)
 	opts := deploy.LocalOptions{Streams: s, TiedToParent: true, ReadyTimeout: time.Minute}
 	deployed := func() {
@@ -127,8 +132,12 @@ subjects: [{kind: ServiceAccount, name: pruned-controller-manager, namespace: pr
 	crb := &rbacv1.ClusterRoleBinding{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "pruned-metrics-reader"}, crb))
 
-	require.NoError(t, os.WriteFile(kustomization, []byte("resources:\n- manager.yaml\n"), 0o644))
+	require.NoError(t, os.WriteFile(kustomization, []byte("resources:\n- manager.yaml\n- rebound.yaml\n"), 0o644))
+	require.NoError(t, os.WriteFile(rebound, []byte(strings.Replace(strings.ReplaceAll(binding, "pruned-metrics-reader", "pruned-rebound"),
+		"kind: ClusterRole, name: pruned-rebound", "kind: ClusterRole, name: view", 1)), 0o644))
 	deployed()
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "pruned-rebound"}, crb))
+	assert.Equal(t, "view", crb.RoleRef.Name, "a binding whose roleRef changed is replaced")
 	err := env.Client.Get(ctx, client.ObjectKey{Name: "pruned-metrics-reader"}, crb)
 	assert.True(t, apierrors.IsNotFound(err), "the binding taken out of config/ is deleted: %v", err)
 	assert.Contains(t, errOut.String(), "Deleted ClusterRoleBinding pruned-metrics-reader: the project no longer has it.")

@@ -3,10 +3,13 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -102,7 +105,34 @@ func (a *Applier) ApplyOne(ctx context.Context, obj *unstructured.Unstructured) 
 		res = a.dyn.Resource(m.Resource).Namespace(ns)
 	}
 	_, err = res.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTrue()})
+	if roleRefChanged(obj, err) {
+		// A binding's roleRef cannot change in place: replace the binding,
+		// as `kubectl auth reconcile` and `kubectl apply --force` do.
+		if err := res.Delete(ctx, obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		_, err = res.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTrue()})
+	}
 	return err
+}
+
+// roleRefChanged: err is the API server refusing to change a
+// RoleBinding's or ClusterRoleBinding's roleRef.
+func roleRefChanged(obj *unstructured.Unstructured, err error) bool {
+	if !apierrors.IsInvalid(err) || obj.GroupVersionKind().Group != "rbac.authorization.k8s.io" ||
+		(obj.GetKind() != "RoleBinding" && obj.GetKind() != "ClusterRoleBinding") {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if strings.HasPrefix(cause.Field, "roleRef") {
+			return true
+		}
+	}
+	return false
 }
 
 // WaitEstablished waits until each named CRD is Established.
