@@ -427,21 +427,7 @@ func TestEqualsPath(t *testing.T) {
 // reads into the last verb: patch on events is not granted, and the
 // failure says why.
 func TestRBACMarkerWithTrailingComment(t *testing.T) {
-	dir := t.TempDir()
-	src := `package controller
-
-// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch  // <-- ADD THIS LINE
-type DatabaseReconciler struct{}
-
-func (r *DatabaseReconciler) Reconcile() error { return nil }
-`
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "internal", "controller"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "internal", "controller", "database_controller.go"), []byte(src), 0o644))
-	proj, err := loadGoProject(dir)
-	require.NoError(t, err)
-	r := &run{proj: proj}
-	r.projOnce.Do(func() {})
-	c := &Context{run: r}
+	c := controllerWithMarker(t, "+kubebuilder:rbac:groups=core,resources=events,verbs=create;patch  // <-- ADD THIS LINE")
 	out := runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "", Resource: "events", Verbs: []string{"create"}})
 	assert.Equal(t, report.Pass, out.Status, out.Message)
 	out = runRBACMarker(context.Background(), c, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Group: "", Resource: "events", Verbs: []string{"create", "patch"}})
@@ -462,6 +448,22 @@ func (r *DatabaseReconciler) Reconcile() error { return nil }
 	assert.Equal(t, "+kubebuilder:rbac:groups=core,resources=events,verbs=create;patch (or groups=events.k8s.io) in any file of internal/controller/ (beside the DatabaseReconciler struct, as the lab shows), then make manifests", out.Expected)
 }
 
+// controllerWithMarker is a check's view of a project whose Database
+// reconciler carries one marker line, on line 3 of
+// internal/controller/database_controller.go.
+func controllerWithMarker(t *testing.T, marker string) *Context {
+	t.Helper()
+	dir := t.TempDir()
+	src := "package controller\n\n// " + marker + "\ntype DatabaseReconciler struct{}\n\nfunc (r *DatabaseReconciler) Reconcile() error { return nil }\n"
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "internal", "controller"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "internal", "controller", "database_controller.go"), []byte(src), 0o644))
+	proj, err := loadGoProject(dir)
+	require.NoError(t, err)
+	r := &run{proj: proj}
+	r.projOnce.Do(func() {})
+	return &Context{run: r}
+}
+
 // A marker in events.k8s.io answers for the events.EventRecorder
 // (mgr.GetEventRecorder); one in apps answers for neither recorder.
 func TestRBACMarkerGroupAlternatives(t *testing.T) {
@@ -474,15 +476,7 @@ func TestRBACMarkerGroupAlternatives(t *testing.T) {
 		{"+kubebuilder:rbac:groups=apps,resources=events,verbs=create;patch", report.Fail},
 		{"+kubebuilder:rbac:groups=core,resources=event,verbs=create;patch", report.Fail},
 	} {
-		dir := t.TempDir()
-		src := "package controller\n\n// " + tc.marker + "\ntype DatabaseReconciler struct{}\n\nfunc (r *DatabaseReconciler) Reconcile() error { return nil }\n"
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "internal", "controller"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "internal", "controller", "database_controller.go"), []byte(src), 0o644))
-		proj, err := loadGoProject(dir)
-		require.NoError(t, err)
-		r := &run{proj: proj}
-		r.projOnce.Do(func() {})
-		out := runRBACMarker(context.Background(), &Context{run: r}, &rbacMarkerParams{Reconciler: "DatabaseReconciler", Groups: []string{"", "events.k8s.io"}, Resource: "events", Verbs: []string{"create"}})
+		out := runRBACMarker(context.Background(), controllerWithMarker(t, tc.marker), &rbacMarkerParams{Reconciler: "DatabaseReconciler", Groups: []string{"", "events.k8s.io"}, Resource: "events", Verbs: []string{"create"}})
 		assert.Equal(t, tc.status, out.Status, "%s: %s", tc.marker, out.Message)
 	}
 }
