@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/labctl/labctl/internal/cluster"
+	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/operator"
@@ -80,11 +81,10 @@ type Options struct {
 	Go GoRunner
 }
 
-// GoRunner runs the go command with args in dir, at low priority, and
-// returns what it wrote on stderr. An error that is (or wraps) an
-// *exec.ExitError means go ran and failed; any other error means it
-// could not run.
-type GoRunner func(ctx context.Context, dir string, args ...string) (stderr string, err error)
+// GoRunner runs a go command at low priority and returns what it wrote
+// on stderr. An error that is (or wraps) an *exec.ExitError means go ran
+// and failed; any other error means it could not run.
+type GoRunner func(ctx context.Context, cmd gobuild.Command) (stderr string, err error)
 
 // Run verifies a lab and returns the report. An error means the run could
 // not happen at all (no cluster, bad lab); failed checks are in the report.

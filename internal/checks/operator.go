@@ -279,7 +279,7 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	start := time.Now()
-	stderr, err := runGo(ctx, dir, "list", "-export", "-p", "1", "./...")
+	stderr, err := runGo(ctx, gobuild.Command{Dir: dir, Args: []string{"list", "-export", "-p", "1", "./..."}})
 	var exit *exec.ExitError
 	switch {
 	case errors.Is(err, errNoGo):
@@ -301,8 +301,8 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 var errNoGo = errors.New("the go command is not on PATH")
 
 // goHere runs the go on PATH as this process's user, with its
-// environment.
-func goHere(ctx context.Context, dir string, args ...string) (string, error) {
+// environment (cmd.Read needs no sharing: everything is readable here).
+func goHere(ctx context.Context, c gobuild.Command) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", errNoGo
@@ -314,11 +314,14 @@ func goHere(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("cannot create a work directory for go: %w", err)
 	}
 	defer os.RemoveAll(work)
-	cmd := exec.CommandContext(ctx, goBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOTMPDIR="+work)
+	cmd := exec.CommandContext(ctx, goBin, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOTMPDIR="+work), c.Env...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
 	err = cmd.Start()
 	if err == nil {
 		// The cluster it is checked against keeps its share of the CPU; the

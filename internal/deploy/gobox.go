@@ -43,15 +43,15 @@ type BoxedGo struct {
 // means it was stopped; any other error is the grader's (no Go
 // toolchain, a sandbox that cannot be set up). Run is a
 // checks.GoRunner.
-func (g BoxedGo) Run(ctx context.Context, dir string, args ...string) (stderr string, err error) {
+func (g BoxedGo) Run(ctx context.Context, c gobuild.Command) (stderr string, err error) {
 	t, err := toolchainOf(ctx, g.Go)
 	if err != nil {
 		return "", err
 	}
-	return g.run(ctx, t, dir, args...)
+	return g.run(ctx, t, c)
 }
 
-func (g BoxedGo) run(ctx context.Context, t *toolchain, dir string, args ...string) (stderr string, err error) {
+func (g BoxedGo) run(ctx context.Context, t *toolchain, c gobuild.Command) (stderr string, err error) {
 	box := g.Box
 	env := []string{
 		"PATH=" + filepath.Join(t.GOROOT, "bin") + ":/usr/local/bin:/usr/bin:/bin",
@@ -62,7 +62,10 @@ func (g BoxedGo) run(ctx context.Context, t *toolchain, dir string, args ...stri
 	if t.GOMODCACHE != "" && fileExists(t.GOMODCACHE) {
 		binds = append(binds, sandbox.Bind{Src: t.GOMODCACHE, Dst: t.GOMODCACHE})
 	}
-	spec := box.Spec(dir, env, binds...)
+	for _, d := range c.Read {
+		binds = append(binds, sandbox.Bind{Src: d, Dst: d})
+	}
+	spec := box.Spec(c.Dir, append(env, c.Env...), binds...)
 	spec.Nice = g.Nice
 	gocache := filepath.Join(box.Home(), ".cache", "go-build")
 	if t.GOCACHE != "" && fileExists(t.GOCACHE) && sandbox.OverlaySupported() {
@@ -74,12 +77,15 @@ func (g BoxedGo) run(ctx context.Context, t *toolchain, dir string, args ...stri
 		gocache = dst
 	}
 	spec.Env = append(spec.Env, "GOCACHE="+gocache)
-	cmd, err := spec.Command(append([]string{t.goBin}, args...), nil)
+	cmd, err := spec.Command(append([]string{t.goBin}, c.Args...), nil)
 	if err != nil {
 		return "", err
 	}
 	var errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &errOut
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
 	err = startAndWait(ctx, cmd)
 	if err != nil && ctx.Err() != nil {
 		return "", ctx.Err()

@@ -116,7 +116,7 @@ func buildSandboxed(ctx context.Context, p *Project, t *toolchain, box *sandbox.
 	if err := downloadModules(ctx, t, p.Dir); err != nil {
 		return err
 	}
-	stderr, err := BoxedGo{Box: box}.run(ctx, t, p.Dir, "build", "-ldflags=-s -w", "-o", out, mainPackage(p))
+	stderr, err := BoxedGo{Box: box}.run(ctx, t, gobuild.Command{Dir: p.Dir, Args: []string{"build", "-ldflags=-s -w", "-o", out, mainPackage(p)}})
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return &gobuild.Error{Dir: p.Dir, Output: stderr, Err: err}

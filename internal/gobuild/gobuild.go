@@ -4,6 +4,7 @@ package gobuild
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/labctl/labctl/internal/userr"
@@ -43,4 +44,19 @@ func FirstErrors(out string, n int) string {
 		return "go build failed"
 	}
 	return strings.Join(lines, " | ")
+}
+
+// Command is one go command to run for a check: go Args in Dir.
+type Command struct {
+	Dir  string
+	Args []string
+	// Env is added to the command's environment (KUBEBUILDER_ASSETS).
+	Env []string
+	// Read are host directories the command may read besides the project
+	// (the envtest binaries, a build overlay's files): a sandbox shows
+	// them read-only at the same paths.
+	Read []string
+	// Stdout receives what go writes on its standard output (nil drops
+	// it: go test -json's events, go list's packages).
+	Stdout io.Writer
 }
