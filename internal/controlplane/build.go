@@ -58,6 +58,24 @@ type Options struct {
 	goos, arch  string
 }
 
+// Installed returns a complete set of binaries that is already here
+// (KUBEBUILDER_ASSETS, then the cache of the default versions), or nil:
+// it neither downloads nor builds.
+func Installed() *Binaries {
+	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" && len(Missing(assets)) == 0 {
+		return &Binaries{Dir: assets, Source: "KUBEBUILDER_ASSETS"}
+	}
+	dir, err := DefaultCacheDir()
+	if err != nil {
+		return nil
+	}
+	bin := filepath.Join(dir, DefaultVersions().Key(), "bin")
+	if len(Missing(bin)) > 0 {
+		return nil
+	}
+	return &Binaries{Dir: bin, Source: "cache"}
+}
+
 // Ensure returns a complete set of binaries: --bin-dir, then
 // KUBEBUILDER_ASSETS when it holds every component, then the cache, else it
 // downloads the official release binaries, checksum-verified (seconds),

@@ -1,0 +1,427 @@
+package checks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labctl/labctl/internal/controlplane"
+	"github.com/labctl/labctl/internal/gobuild"
+	"github.com/labctl/labctl/internal/logline"
+	"github.com/labctl/labctl/internal/report"
+	"github.com/labctl/labctl/internal/testmutant"
+)
+
+func init() {
+	Register(Typed(Definition{
+		Name: "go-test",
+		Doc:  "the project's own tests pass (go test, with labctl's kube-apiserver and etcd as the envtest binaries); the specs that ran and the coverage are reported",
+	}, runGoTest))
+	Register(Typed(Definition{
+		Name: "tests-catch",
+		Doc:  "the project's own tests fail on mutants of its controller (the Secret never created, the finalizer never added, ...): tests that pass whatever the controller does test nothing",
+	}, runTestsCatch))
+}
+
+type goTestParams struct {
+	// Packages are go test's package patterns (default ./...).
+	Packages []string `json:"packages,omitempty"`
+}
+
+func (p *goTestParams) Validate() error { return nil }
+
+func (p *goTestParams) packages() []string {
+	if len(p.Packages) == 0 {
+		return []string{"./..."}
+	}
+	return p.Packages
+}
+
+type testsCatchParams struct {
+	goTestParams
+	// Controller is the directory of the controller package, relative to
+	// the project (default internal/controller).
+	Controller string `json:"controller,omitempty"`
+	// Reconciler is the reconciler's type (default DatabaseReconciler).
+	Reconciler string `json:"reconciler,omitempty"`
+	// Mutants must each make a test fail (testmutant.Catalogue).
+	Mutants []string `json:"mutants"`
+}
+
+func (p *testsCatchParams) Validate() error {
+	if len(p.Mutants) == 0 {
+		return errors.New("needs mutants")
+	}
+	for _, m := range p.Mutants {
+		if _, ok := testmutant.Lookup(m); !ok {
+			return fmt.Errorf("unknown mutant %q", m)
+		}
+	}
+	return nil
+}
+
+// goTestCall is one go test run of the project.
+type goTestCall struct {
+	pkgs    []string
+	overlay string // go build -overlay description, or ""
+	read    []string
+	mutant  string
+	// failFast stops at the first failure (a mutant run against a
+	// baseline where everything passed).
+	failFast bool
+}
+
+// errNoAssets: labctl's kube-apiserver and etcd are not installed.
+var errNoAssets = errors.New("no envtest binaries")
+
+// goTest runs the project's tests with go test -json within the check's
+// timeout and reads what they did. The envtest binaries are labctl's
+// control plane (KUBEBUILDER_ASSETS), shared read-only with a sandbox.
+func goTest(ctx context.Context, c *Context, call goTestCall) (*gobuild.TestRun, error) {
+	bins := controlplane.Installed()
+	if bins == nil {
+		return nil, errNoAssets
+	}
+	runGo := c.run.o.Go
+	if runGo == nil {
+		runGo = goHere
+	}
+	limit := c.Timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < limit {
+		limit = time.Until(dl)
+	}
+	// go test's own -timeout ends a hung test binary with the stacks of
+	// its goroutines, a little before the check's deadline ends go.
+	testLimit := limit - limit/10
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	args := []string{"test", "-json", "-count=1", "-p=1", "-timeout=" + testLimit.Round(time.Second).String()}
+	if call.overlay == "" {
+		args = append(args, "-cover")
+	} else {
+		// go's cover tool does not read overlays.
+		args = append(args, "-overlay="+call.overlay)
+	}
+	if call.failFast {
+		args = append(args, "-failfast")
+	}
+	args = append(args, call.pkgs...)
+	if call.failFast && ginkgoOnly(c.ProjectDir(), call.pkgs) {
+		args = append(args, "-args", "-ginkgo.fail-fast")
+	}
+	env := []string{"KUBEBUILDER_ASSETS=" + bins.Dir}
+	if call.mutant != "" {
+		env = append(env, testmutant.EnvVar+"="+call.mutant)
+	}
+	var stdout bytes.Buffer
+	stderr, err := runGo(ctx, gobuild.Command{Dir: c.ProjectDir(), Args: args, Env: env, Read: append([]string{bins.Dir}, call.read...), Stdout: &stdout})
+	var exit *exec.ExitError
+	switch {
+	case errors.Is(err, errNoGo):
+		return nil, err
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("the tests did not finish within %s", roundDur(limit))
+	case err != nil && !errors.As(err, &exit):
+		return nil, fmt.Errorf("cannot run go test: %v", oneLine(err))
+	}
+	run := gobuild.ParseTestEvents(stdout.Bytes())
+	if run.BuildOutput == "" {
+		run.BuildOutput = stderr
+	}
+	if err != nil && !run.Ran() && len(run.BuildFailed) == 0 {
+		// go stopped before any test (a pattern that matches nothing, a
+		// go.mod it refuses): its own words say why.
+		run.BuildFailed = []string{strings.Join(call.pkgs, " ")}
+		run.BuildOutput = stderr
+	}
+	return run, nil
+}
+
+// ginkgoOnly reports whether every package the patterns name that has
+// tests is a Ginkgo suite: only then may the test binaries be given
+// Ginkgo's flags (a plain test binary fails on a flag it does not know).
+func ginkgoOnly(dir string, patterns []string) bool {
+	suites := 0
+	for _, pat := range patterns {
+		root, recursive := strings.CutSuffix(pat, "/...")
+		if pat == "./..." || pat == "..." {
+			root, recursive = ".", true
+		}
+		if strings.ContainsAny(root, "*?[") {
+			return false
+		}
+		ok := true
+		_ = filepath.WalkDir(filepath.Join(dir, root), func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil || !ok:
+				return filepath.SkipAll
+			case !d.IsDir():
+				return nil
+			case p != filepath.Join(dir, root) && (!recursive || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata" || d.Name() == "vendor"):
+				return filepath.SkipDir
+			}
+			hasTests, ginkgo := packageTests(p)
+			if hasTests && !ginkgo {
+				ok = false
+			}
+			if ginkgo {
+				suites++
+			}
+			return nil
+		})
+		if !ok {
+			return false
+		}
+	}
+	return suites > 0
+}
+
+// packageTests reports whether the directory has test files, and whether
+// one of them imports Ginkgo.
+func packageTests(dir string) (hasTests, ginkgo bool) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		hasTests = true
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.ImportsOnly)
+		if err != nil {
+			continue
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == `"github.com/onsi/ginkgo/v2"` {
+				ginkgo = true
+			}
+		}
+	}
+	return hasTests, ginkgo
+}
+
+func testsUnavailable(err error) Outcome {
+	switch {
+	case errors.Is(err, errNoAssets):
+		return skip("labctl's kube-apiserver and etcd (the envtest binaries) are not installed here: run `labctl up --provider local` once, or set KUBEBUILDER_ASSETS")
+	case errors.Is(err, errNoGo):
+		return skip("the Go toolchain is not installed, so the project's tests cannot run here")
+	}
+	return errorf("running the project's tests: %v", oneLine(err))
+}
+
+func runGoTest(ctx context.Context, c *Context, p *goTestParams) Outcome {
+	if c.ProjectDir() == "" {
+		return skip("no project directory whose tests could run (pass --project DIR)")
+	}
+	pkgs := p.packages()
+	expected := "go test " + strings.Join(pkgs, " ") + " passes, with at least one test"
+	start := time.Now()
+	b := c.run.once("go-test "+c.ProjectDir()+" "+strings.Join(pkgs, " "), func() any {
+		run, err := goTest(ctx, c, goTestCall{pkgs: pkgs})
+		return baselineRun{run, err}
+	}).(baselineRun)
+	run, err := b.run, b.err
+	if err != nil {
+		return testsUnavailable(err)
+	}
+	if len(run.BuildFailed) > 0 {
+		out := fail("the tests do not compile: %s", gobuild.FirstErrors(run.BuildOutput, 3))
+		out.Expected, out.Observed = expected, logline.Cut(report.Clean(run.BuildOutput), 1500)
+		return out
+	}
+	if len(run.Failed) > 0 {
+		return testsFailed(run, expected)
+	}
+	if !run.Ran() {
+		out := fail("go test %s runs no test: write them in *_test.go files of those packages", strings.Join(pkgs, " "))
+		out.Expected = expected
+		return out
+	}
+	msg := fmt.Sprintf("%d test(s) passed", len(run.Passed))
+	if run.Specs > 0 {
+		msg = fmt.Sprintf("%d Ginkgo spec(s) in %d test(s) passed", run.Specs, len(run.Passed))
+	}
+	if run.Coverage >= 0 {
+		msg += fmt.Sprintf(", coverage %.1f%% of statements", run.Coverage)
+	}
+	return pass("%s (%s)", msg, roundDur(time.Since(start)))
+}
+
+// testsFailed says which tests (or specs) failed, with their first lines.
+func testsFailed(run *gobuild.TestRun, expected string) Outcome {
+	what := strings.Join(run.Failed, ", ")
+	if len(run.FailedSpecs) > 0 {
+		what = strings.Join(run.FailedSpecs, "; ")
+	}
+	var lines []string
+	for _, name := range run.Failed {
+		for _, l := range run.Output[name] {
+			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "=== ") && !strings.HasPrefix(t, "--- ") {
+				lines = append(lines, t)
+			}
+		}
+	}
+	out := fail("the project's own tests fail: %s", logline.Cut(what, 400))
+	out.Expected = expected
+	out.Observed = logline.Cut(report.Clean(strings.Join(lines, "\n")), 1500)
+	return out
+}
+
+func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome {
+	dir := c.ProjectDir()
+	if dir == "" {
+		return skip("no project directory whose tests could run (pass --project DIR)")
+	}
+	// The step's timeout bounds every run it makes together.
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	rel := p.Controller
+	if rel == "" {
+		rel = filepath.Join("internal", "controller")
+	}
+	reconciler := p.Reconciler
+	if reconciler == "" {
+		reconciler = "DatabaseReconciler"
+	}
+	in, err := testmutant.Instrument(filepath.Join(dir, rel), reconciler)
+	if err != nil {
+		return skip("labctl cannot make mutants of %s: %v", rel, oneLine(err))
+	}
+	var mutants []testmutant.Mutant
+	for _, name := range p.Mutants {
+		m, _ := testmutant.Lookup(name)
+		if m.NeedsReconcile && !in.Reconcile {
+			return skip("labctl found no Reconcile method of %s in %s, so it cannot make the mutant that %s", reconciler, rel, m.Doc)
+		}
+		mutants = append(mutants, m)
+	}
+	work, err := os.MkdirTemp("", "labctl-mutants-")
+	if err != nil {
+		return errorf("cannot create a directory for the mutants: %v", err)
+	}
+	defer os.RemoveAll(work)
+	overlay, err := in.WriteOverlay(work)
+	if err != nil {
+		return errorf("writing the mutants: %v", oneLine(err))
+	}
+	// Anyone may read the overlay: a sandbox's user builds with it.
+	_ = os.Chmod(work, 0o755)
+	pkgs := p.packages()
+	expected := "go test " + strings.Join(pkgs, " ") + " fails on each mutant, in a test that passes on the project's own controller"
+	// What fails on the student's own controller says nothing about a
+	// mutant (the course's scaffold test, a flaky spec): a mutant is caught
+	// by a test that passed at baseline and fails with it. When the go-test
+	// step already ran these tests and all passed, that is the baseline;
+	// otherwise the instrumented build runs with no mutant alive.
+	pkgKey := dir + " " + strings.Join(pkgs, " ")
+	var baseFailed []string
+	if v, ok := c.run.recall("go-test " + pkgKey); !ok || !v.(baselineRun).clean() {
+		base := c.run.once("tests-catch baseline "+pkgKey+" "+rel+" "+reconciler, func() any {
+			run, err := goTest(ctx, c, goTestCall{pkgs: pkgs, overlay: overlay, read: []string{work}})
+			return baselineRun{run, err}
+		}).(baselineRun)
+		switch {
+		case base.err != nil:
+			return testsUnavailable(base.err)
+		case len(base.run.BuildFailed) > 0:
+			return skip("the tests do not compile with labctl's mutants of %s (%s), so whether they catch them cannot be told", rel, gobuild.FirstErrors(base.run.BuildOutput, 1))
+		case len(base.run.Passed) == 0:
+			return skip("no test of go test %s passes on the project's own controller, so whether they catch a mutant cannot be told", strings.Join(pkgs, " "))
+		}
+		baseFailed = failedNames(base.run)
+	}
+	// Two mutants at a time: a run is mostly one process (envtest's
+	// kube-apiserver, then the suite) and the machine has two cores.
+	runs := make([]baselineRun, len(mutants))
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, m := range mutants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			run, err := goTest(ctx, c, goTestCall{pkgs: pkgs, overlay: overlay, read: []string{work}, mutant: m.Name, failFast: len(baseFailed) == 0})
+			runs[i] = baselineRun{run, err}
+		}()
+	}
+	wg.Wait()
+	var survived []string
+	caught := 0
+	for i, m := range mutants {
+		run, err := runs[i].run, runs[i].err
+		if err != nil {
+			return testsUnavailable(err)
+		}
+		if len(run.BuildFailed) > 0 {
+			// labctl's wrappers did not fit the project (a Create of some
+			// other type): nothing the student's tests did.
+			return skip("the tests do not compile with labctl's mutants of %s (%s), so whether they catch them cannot be told", rel, gobuild.FirstErrors(run.BuildOutput, 1))
+		}
+		if slices.ContainsFunc(failedNames(run), func(n string) bool { return !slices.Contains(baseFailed, n) }) {
+			caught++
+			continue
+		}
+		if !run.Ran() {
+			return skip("go test %s runs no test with labctl's mutant %s", strings.Join(pkgs, " "), m.Name)
+		}
+		s := "a controller that " + m.Doc
+		if !fired(run, m.Name) {
+			s += " (the tests never made it do that)"
+		}
+		survived = append(survived, s)
+	}
+	if len(survived) > 0 {
+		out := fail("the tests pass on %s: nothing they check notices it", strings.Join(survived, "; and on "))
+		out.Expected = expected
+		out.Observed = fmt.Sprintf("%d of %d mutant(s) caught", caught, len(mutants))
+		return out
+	}
+	return pass("the tests fail on each of %d mutant(s) of the controller: %s", len(mutants), mutantDocs(mutants))
+}
+
+// baselineRun is one go test run, or why it could not happen.
+type baselineRun struct {
+	run *gobuild.TestRun
+	err error
+}
+
+// clean: the tests ran and every one passed.
+func (b baselineRun) clean() bool {
+	return b.err == nil && len(b.run.BuildFailed) == 0 && len(b.run.Failed) == 0 && b.run.Ran()
+}
+
+// failedNames are the Ginkgo specs that failed, or else the Go tests.
+func failedNames(run *gobuild.TestRun) []string {
+	if len(run.FailedSpecs) > 0 {
+		return run.FailedSpecs
+	}
+	return run.Failed
+}
+
+func fired(run *gobuild.TestRun, mutant string) bool {
+	for _, l := range run.Lines {
+		if strings.Contains(l, testmutant.FiredPrefix+mutant) {
+			return true
+		}
+	}
+	return false
+}
+
+func mutantDocs(ms []testmutant.Mutant) string {
+	docs := make([]string, len(ms))
+	for i, m := range ms {
+		docs[i] = m.Doc
+	}
+	return strings.Join(docs, "; ")
+}
