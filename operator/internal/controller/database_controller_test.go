@@ -271,6 +271,13 @@ var _ = Describe("Database controller", func() {
 	})
 
 	Context("state machine", func() {
+		It("forgets a Database that does not exist: no error and no requeue (lab 6.2)", func() {
+			r := &DatabaseReconciler{Client: k8sClient, Scheme: testScheme, Recorder: events.NewFakeRecorder(10), APIReader: k8sClient}
+			result, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "never-created"}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result).To(Equal(reconcile.Result{}))
+		})
+
 		It("is Ready only when readyReplicas equals the desired replicas", func() {
 			newDatabase(ns, "phases")
 
