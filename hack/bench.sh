@@ -86,7 +86,7 @@ row "memory control plane total, PSS (shared binary pages counted once)" "$pss M
 row "memory control plane total, RSS (shared pages counted per process)" "$rss MiB" ""
 
 known_labs=$("$LABCTL" labs 2>/dev/null || true)
-for lab in lab-3.2 lab-3.3 lab-3.4 lab-4.1 lab-4.2 lab-4.3 lab-4.4 lab-6.4 lab-8.2; do
+for lab in lab-3.2 lab-3.3 lab-3.4 lab-4.1 lab-4.2 lab-4.3 lab-4.4 lab-6.2 lab-6.4 lab-8.2; do
   # warm once (the project's packages compile on the first run), then time
   "$LABCTL" verify "$lab" --name bench >/dev/null 2>&1 || true
   if grep -q "$lab" <<<"$known_labs"; then

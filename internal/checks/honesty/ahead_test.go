@@ -14,8 +14,13 @@ import (
 )
 
 // project is what one subtest runs: a reference project ("" is the
-// Database operator) with a patch applied ("" for none).
-type project struct{ name, patch string }
+// Database operator) with a patch applied ("" for none). Operatorless:
+// the lab judges the project's files and tests alone, so no manager is
+// built or deployed.
+type project struct {
+	name, patch  string
+	operatorless bool
+}
 
 // ahead gets the next subtest's project ready while the current one is
 // verified. The copy and the patch take milliseconds and are done on the
@@ -99,7 +104,7 @@ func (a *ahead) start(p project, slot int) *building {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &building{project: p, slot: slot, dir: dir, cancel: cancel, done: make(chan struct{})}
 	ref, err := reference.Lookup(p.name)
-	if err != nil || !ref.Operator {
+	if err != nil || !ref.Operator || p.operatorless {
 		close(b.done)
 		return b
 	}

@@ -70,7 +70,9 @@ func loadLab(t testing.TB, labID string) *labs.Lab {
 func verify(t testing.TB, labID string, op *operator.Operator, projectDir string, tasks ...string) *report.Report {
 	t.Helper()
 	lab := loadLab(t, labID)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Every step has its own timeout; this only stops a run that hangs.
+	// Lab 6.2 runs the project's tests nine times (minutes, loaded).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
 	_, bench := t.(*testing.B)
@@ -248,6 +250,15 @@ var mutants = []struct {
 	{"no-deletion-events", "lab-6.4", []string{"3.8"}},
 	{"deleted-event-missing", "lab-6.4", []string{"3.8"}},
 	{"deleting-event-missing", "lab-6.4", []string{"3.8"}},
+
+	// lab-6.2: the lab's tests (course-unit-tests) with one thing a student
+	// leaves out. The tests that fail gate every task behind them.
+	{"tests-scaffold-empty-spec", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1", "5.1"}},
+	{"test-phase-without-ready", "lab-6.2", []string{"1.1"}},
+	{"test-secret-only-if-found", "lab-6.2", []string{"2.1"}},
+	{"test-notfound-error-only", "lab-6.2", []string{"3.1"}},
+	{"test-finalizer-unchecked", "lab-6.2", []string{"3.2"}},
+	{"test-service-not-fetched", "lab-6.2", []string{"4.1"}},
 }
 
 // diagnoses: for some mutants, what the headline of a failed task must
@@ -261,6 +272,9 @@ var diagnoses = map[string]struct{ task, says string }{
 	"metrics-on-default-registry":   {"2.5", "database_reconcile_total is not served (registered with metrics.Registry.MustRegister"},
 	"reconcile-duration-as-summary": {"2.5", "database_reconcile_duration_seconds is a summary, not a histogram"},
 	"transition-printed":            {"1.3", "comes from the Database controller's reconcile logger"},
+	// Which behaviour went untested, not only that a mutant survived.
+	"test-secret-only-if-found": {"2.1", "never creates the Secret"},
+	"test-phase-without-ready":  {"1.1", "reports status.ready=true"},
 }
 
 // warnings: for some mutants and course variants, the tasks that pass with a warning (a bug
@@ -303,6 +317,8 @@ var courseVariants = []struct{ name, lab string }{
 	// The lab's own code: a core recorder, the course's metrics.go, and
 	// its events marker whose trailing comment loses patch (3.1 warns).
 	{"course-observability", "lab-6.4"},
+	// The lab's own tests, calling Reconcile one phase at a time.
+	{"course-unit-tests", "lab-6.2"},
 }
 
 // TestHonesty runs the reference, then every mutant, on the shared cluster
@@ -311,18 +327,25 @@ func TestHonesty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a cluster")
 	}
-	order := []project{{"", ""}, {reference.Hello, ""}, {reference.Website, ""}}
+	// Beside TestHonestyOperatorless, whose go test runs take CPU the
+	// cluster's verifications leave idle (the suite holds under load).
+	t.Parallel()
+	order := []project{{name: ""}, {name: reference.Hello}, {name: reference.Website}}
 	for _, v := range courseVariants {
-		order = append(order, project{projectOf(t, v.lab), filepath.Join("testdata", "course", v.name+".patch")})
+		if !operatorlessLabs[v.lab] {
+			order = append(order, variantProject(t, "course", v.name, v.lab))
+		}
 	}
 	for _, m := range mutants {
-		order = append(order, project{projectOf(t, m.lab), filepath.Join("testdata", "mutants", m.name+".patch")})
+		if !operatorlessLabs[m.lab] {
+			order = append(order, variantProject(t, "mutants", m.name, m.lab))
+		}
 	}
 	// Each subtest's operator is built while the one before it is verified.
 	next := newAhead(order)
 	defer next.stop()
 	t.Run("reference", func(t *testing.T) {
-		dir := next.take(t, project{"", ""})
+		dir := next.take(t, project{name: ""})
 		op := deployOperator(t, dir)
 		next.buildNext()
 		// No waitGarbageCollector here: until the collector syncs the new
@@ -352,7 +375,7 @@ func TestHonesty(t *testing.T) {
 		})
 	})
 	t.Run("hello-reference", func(t *testing.T) {
-		dir := next.take(t, project{reference.Hello, ""})
+		dir := next.take(t, project{name: reference.Hello})
 		op := deployOperator(t, dir)
 		next.buildNext()
 		for _, lab := range []string{"lab-2.4", "lab-3.1"} {
@@ -361,7 +384,7 @@ func TestHonesty(t *testing.T) {
 		}
 	})
 	t.Run("website-reference", func(t *testing.T) {
-		dir := next.take(t, project{reference.Website, ""})
+		dir := next.take(t, project{name: reference.Website})
 		next.buildNext()
 		rep := verify(t, "lab-1.4", nil, dir)
 		require.Empty(t, rep.FailedTasks(), "the Website CRD must pass every task of lab-1.4:\n%s", render(rep))
@@ -384,43 +407,101 @@ func TestHonesty(t *testing.T) {
 		assert.Contains(t, out.String(), "crd-applied")
 	})
 	for _, v := range courseVariants {
+		if operatorlessLabs[v.lab] {
+			continue
+		}
 		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
-			p := project{name: projectOf(t, v.lab), patch: filepath.Join("testdata", "course", v.name+".patch")}
+			p := variantProject(t, "course", v.name, v.lab)
 			dir := next.take(t, p)
-			op := deployIfOperator(t, p.name, dir)
+			op := deployIfOperator(t, p, dir)
 			next.buildNext()
-			rep := verify(t, v.lab, op, dir)
-			assert.Empty(t, rep.FailedTasks(), "the course's approach (%s) must pass every task of %s:\n%s", v.name, v.lab, render(rep))
-			assertWarnings(t, v.name, rep)
-			// And `labctl grade` gives it full marks, under either credit.
-			lab := loadLab(t, v.lab)
-			for _, credit := range grade.Credits {
-				tasks, total := grade.Score(lab, rep, credit)
-				assert.Equal(t, float64(rep.Summary.MaxPoints), total, "the course's approach (%s) must get full marks in grade (--credit %s): %+v", v.name, credit, tasks)
-			}
+			assertCourseVariant(t, v.name, v.lab, verify(t, v.lab, op, dir))
 		})
 	}
 	for _, m := range mutants {
+		if operatorlessLabs[m.lab] {
+			continue
+		}
 		t.Run(m.name, func(t *testing.T) {
-			p := project{name: projectOf(t, m.lab), patch: filepath.Join("testdata", "mutants", m.name+".patch")}
+			p := variantProject(t, "mutants", m.name, m.lab)
 			dir := next.take(t, p)
-			op := deployIfOperator(t, p.name, dir)
+			op := deployIfOperator(t, p, dir)
 			next.buildNext()
-			rep := verify(t, m.lab, op, dir)
-			want := slices.Sorted(slices.Values(m.fails))
-			got := slices.Sorted(slices.Values(rep.FailedTasks()))
-			assert.Equal(t, want, got, "mutant %s must fail exactly these tasks of %s:\n%s", m.name, m.lab, render(rep))
-			assertWarnings(t, m.name, rep)
-			if d, ok := diagnoses[m.name]; ok {
-				for _, task := range rep.Tasks {
-					if task.ID == d.task {
-						h := task.Headline()
-						require.NotNil(t, h, "task %s of mutant %s has no failed check", d.task, m.name)
-						assert.Contains(t, h.Message, d.says, "the reason task %s fails against mutant %s", d.task, m.name)
-					}
-				}
-			}
+			assertMutant(t, m.name, m.lab, m.fails, verify(t, m.lab, op, dir))
 		})
+	}
+}
+
+// TestHonestyOperatorless is TestHonesty for the labs that judge a
+// project's files and its own tests (lab 6.2): no operator is built or
+// deployed, and it runs beside TestHonesty, in a slot of its own.
+func TestHonestyOperatorless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a cluster")
+	}
+	t.Parallel()
+	const slot = 2
+	t.Run("reference", func(t *testing.T) {
+		dir, err := copyInto("", "", slot)
+		require.NoError(t, err)
+		for lab := range operatorlessLabs {
+			rep := verify(t, lab, nil, dir)
+			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
+		}
+	})
+	for _, v := range courseVariants {
+		if !operatorlessLabs[v.lab] {
+			continue
+		}
+		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
+			p := variantProject(t, "course", v.name, v.lab)
+			dir, err := copyInto(p.name, p.patch, slot)
+			require.NoError(t, err)
+			assertCourseVariant(t, v.name, v.lab, verify(t, v.lab, nil, dir))
+		})
+	}
+	for _, m := range mutants {
+		if !operatorlessLabs[m.lab] {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			p := variantProject(t, "mutants", m.name, m.lab)
+			dir, err := copyInto(p.name, p.patch, slot)
+			require.NoError(t, err)
+			assertMutant(t, m.name, m.lab, m.fails, verify(t, m.lab, nil, dir))
+		})
+	}
+}
+
+// assertCourseVariant: the course's approach passes every task of its lab
+// (warnings allowed), and grade gives it full marks under either credit.
+func assertCourseVariant(t *testing.T, name, labID string, rep *report.Report) {
+	t.Helper()
+	assert.Empty(t, rep.FailedTasks(), "the course's approach (%s) must pass every task of %s:\n%s", name, labID, render(rep))
+	assertWarnings(t, name, rep)
+	lab := loadLab(t, labID)
+	for _, credit := range grade.Credits {
+		tasks, total := grade.Score(lab, rep, credit)
+		assert.Equal(t, float64(rep.Summary.MaxPoints), total, "the course's approach (%s) must get full marks in grade (--credit %s): %+v", name, credit, tasks)
+	}
+}
+
+// assertMutant: the mutant fails exactly its tasks, for the reason its
+// diagnosis says.
+func assertMutant(t *testing.T, name, labID string, fails []string, rep *report.Report) {
+	t.Helper()
+	want := slices.Sorted(slices.Values(fails))
+	got := slices.Sorted(slices.Values(rep.FailedTasks()))
+	assert.Equal(t, want, got, "mutant %s must fail exactly these tasks of %s:\n%s", name, labID, render(rep))
+	assertWarnings(t, name, rep)
+	if d, ok := diagnoses[name]; ok {
+		for _, task := range rep.Tasks {
+			if task.ID == d.task {
+				h := task.Headline()
+				require.NotNil(t, h, "task %s of mutant %s has no failed check", d.task, name)
+				assert.Contains(t, h.Message, d.says, "the reason task %s fails against mutant %s", d.task, name)
+			}
+		}
 	}
 }
 
@@ -447,13 +528,23 @@ func projectOf(t testing.TB, labID string) string {
 	return lab.Project
 }
 
+// operatorlessLabs judge a project's files and its own tests, not a
+// running operator.
+var operatorlessLabs = map[string]bool{"lab-6.2": true}
+
+// variantProject is the project of a course variant or a mutant (kind:
+// the testdata folder).
+func variantProject(t testing.TB, kind, name, lab string) project {
+	return project{name: projectOf(t, lab), patch: filepath.Join("testdata", kind, name+".patch"), operatorless: operatorlessLabs[lab]}
+}
+
 // deployIfOperator deploys the project when it has an operator (lab 1.4's
-// CRD has none: nil).
-func deployIfOperator(t testing.TB, project, dir string) *operator.Operator {
+// CRD has none: nil) and its lab needs it running.
+func deployIfOperator(t testing.TB, p project, dir string) *operator.Operator {
 	t.Helper()
-	ref, err := reference.Lookup(project)
+	ref, err := reference.Lookup(p.name)
 	require.NoError(t, err)
-	if !ref.Operator {
+	if !ref.Operator || p.operatorless {
 		return nil
 	}
 	return deployOperator(t, dir)

@@ -32,6 +32,12 @@ var stabilityRuns = []struct{ name, patch, lab string }{
 	// premise rule), and an operator that flaps between phases.
 	{"course/backup-status-from-jobs", "testdata/course/backup-status-from-jobs.patch", "lab-8.2"},
 	{"racy/ready-before-replicas", "testdata/mutants/ready-before-replicas.patch", "lab-4.4"},
+	// Metrics scraped and Events listed; the students' own tests run
+	// against labctl's mutants, and one mutant that survives them.
+	{"reference", "", "lab-6.4"},
+	{"course/course-observability", "testdata/course/course-observability.patch", "lab-6.4"},
+	{"course/course-unit-tests", "testdata/course/course-unit-tests.patch", "lab-6.2"},
+	{"test-phase-without-ready", "testdata/mutants/test-phase-without-ready.patch", "lab-6.2"},
 }
 
 // TestStability grades each submission of stabilityRuns N times on a quiet
