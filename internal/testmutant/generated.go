@@ -197,11 +197,9 @@ func labctlMutGet[W labctlMutGetter](w W, ctx labctlmutcontext.Context, key labc
 	return err
 }
 
-func labctlMutCreateOrUpdate(ctx labctlmutcontext.Context, c labctlmutclient.Client, obj labctlmutclient.Object, f labctlmutcu.MutateFn) (labctlmutcu.OperationResult, error) {
-	if labctlMutDropped(obj) {
-		return labctlmutcu.OperationResultNone, nil
-	}
-	return labctlmutcu.CreateOrUpdate(ctx, c, obj, func() error {
+// labctlMutMutateFn is f, then the mutants' changes to obj.
+func labctlMutMutateFn(obj labctlmutclient.Object, f labctlmutcu.MutateFn) labctlmutcu.MutateFn {
+	return func() error {
 		var err error
 		if f != nil {
 			err = f()
@@ -209,22 +207,21 @@ func labctlMutCreateOrUpdate(ctx labctlmutcontext.Context, c labctlmutclient.Cli
 		labctlMutSpoil(obj)
 		labctlMutUnfinalize(obj)
 		return err
-	})
+	}
+}
+
+func labctlMutCreateOrUpdate(ctx labctlmutcontext.Context, c labctlmutclient.Client, obj labctlmutclient.Object, f labctlmutcu.MutateFn) (labctlmutcu.OperationResult, error) {
+	if labctlMutDropped(obj) {
+		return labctlmutcu.OperationResultNone, nil
+	}
+	return labctlmutcu.CreateOrUpdate(ctx, c, obj, labctlMutMutateFn(obj, f))
 }
 
 func labctlMutCreateOrPatch(ctx labctlmutcontext.Context, c labctlmutclient.Client, obj labctlmutclient.Object, f labctlmutcu.MutateFn) (labctlmutcu.OperationResult, error) {
 	if labctlMutDropped(obj) {
 		return labctlmutcu.OperationResultNone, nil
 	}
-	return labctlmutcu.CreateOrPatch(ctx, c, obj, func() error {
-		var err error
-		if f != nil {
-			err = f()
-		}
-		labctlMutSpoil(obj)
-		labctlMutUnfinalize(obj)
-		return err
-	})
+	return labctlmutcu.CreateOrPatch(ctx, c, obj, labctlMutMutateFn(obj, f))
 }
 
 type labctlMutReconcileKey struct{}
