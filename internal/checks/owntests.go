@@ -246,7 +246,7 @@ func ginkgoOnly(dir string, patterns []string) bool {
 func packageTests(dir string) (hasTests, ginkgo bool) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), "_test.go") {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), "_test.go") { // no symbolic link: this runs as the grader
 			continue
 		}
 		hasTests = true

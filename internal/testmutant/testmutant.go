@@ -87,7 +87,14 @@ const GeneratedFile = "zz_labctl_mutants.go"
 // Instrument reads the Go files (not the tests) of the package in dir and
 // wraps the client calls they make and, if reconciler (a type name such as
 // DatabaseReconciler) has a Reconcile method there, that method.
+//
+// It runs as the grader, outside any box, on a submission's files: it
+// reads regular files only, never through a symbolic link (one could
+// point at a file only the grader may read, and a parse error quotes it).
 func Instrument(dir, reconciler string) (*Instrumented, error) {
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		return nil, errors.New("the controller package is not a directory (a symbolic link?)")
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading the controller package: %w", err)
@@ -97,7 +104,7 @@ func Instrument(dir, reconciler string) (*Instrumented, error) {
 	pkgName := ""
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			continue
 		}
 		path := filepath.Join(dir, name)

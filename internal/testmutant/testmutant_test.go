@@ -121,3 +121,22 @@ func TestInstrumentedReferenceCompiles(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 }
+
+// A file of the package that is a symbolic link (to a file only the
+// grader may read) is not read, and a linked package is refused.
+func TestInstrumentDoesNotFollowSymbolicLinks(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.go")
+	require.NoError(t, os.WriteFile(secret, []byte("GraderSecret\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "database_controller.go"), []byte(controllerSource), 0o644))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "leak.go")))
+	in, err := Instrument(dir, "DatabaseReconciler")
+	require.NoError(t, err)
+	for _, content := range in.Files {
+		assert.NotContains(t, string(content), "GraderSecret")
+	}
+	linked := filepath.Join(t.TempDir(), "controller")
+	require.NoError(t, os.Symlink(dir, linked))
+	_, err = Instrument(linked, "DatabaseReconciler")
+	assert.Error(t, err)
+}
