@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/labctl/labctl/internal/deploy"
+	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/sandbox"
 )
@@ -149,4 +150,39 @@ func TestBuildCheckInBox(t *testing.T) {
 	here := runBuild(context.Background(), buildContext(filepath.Join(root, "leak"), nil), nil)
 	assert.Contains(t, here.Message+here.Observed, secret)
 	t.Logf("here: %s", here.Observed)
+}
+
+// The mutants' test binaries are built and run in the box: go test -c
+// writes only the directory it was given (the box's user owns what it
+// wrote), and the binary, run through test2json, sees the mutant.
+func TestTestBinariesInBox(t *testing.T) {
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip("no sandbox on this machine: " + sup.Reason)
+	}
+	root := t.TempDir()
+	src := filepath.Join(root, "sub")
+	writeModule(t, src, map[string]string{
+		"a/a.go":      compiles,
+		"a/a_test.go": "package ok\n\nimport (\"os\"; \"testing\")\n\nfunc TestMutant(t *testing.T) { if os.Getenv(\"LABCTL_MUTANT\") != \"\" { t.Fatal(\"caught\") } }\n",
+	})
+	box, err := sandbox.NewBox(filepath.Join(root, "work"), sandbox.UIDFor(root), []string{root})
+	require.NoError(t, err)
+	require.NoError(t, sandbox.CopyTree(context.Background(), src, box.Src(), sandbox.CopyLimits{}))
+	runGo := deploy.BoxedGo{Box: box, Nice: 10}.Run
+	out := filepath.Join(root, "bin") // outside the box: shown to it only as Write
+	require.NoError(t, os.Mkdir(out, 0o700))
+	ctx := context.Background()
+	bins, failed, err := gobuild.CompileTests(ctx, runGo, gobuild.Command{Dir: box.Src(), Write: []string{out}}, []string{"./..."}, nil, out)
+	require.NoError(t, err)
+	require.Nil(t, failed)
+	require.Len(t, bins, 1)
+	info, err := os.Stat(bins[0].Path)
+	require.NoError(t, err)
+	assert.Equal(t, box.UID, int(info.Sys().(*syscall.Stat_t).Uid), "the box's user built it")
+
+	var stdout bytes.Buffer
+	_, err = runGo(ctx, bins[0].Command(gobuild.Command{Env: []string{"LABCTL_MUTANT=x"}, Read: []string{out}, Stdout: &stdout}))
+	require.Error(t, err)
+	run := gobuild.ParseTestEvents(stdout.Bytes())
+	assert.Equal(t, []string{"example.com/built/a TestMutant"}, run.Failed)
 }

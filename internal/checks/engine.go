@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -84,7 +85,7 @@ type Options struct {
 // GoRunner runs a go command at low priority and returns what it wrote
 // on stderr. An error that is (or wraps) an *exec.ExitError means go ran
 // and failed; any other error means it could not run.
-type GoRunner func(ctx context.Context, cmd gobuild.Command) (stderr string, err error)
+type GoRunner = gobuild.Runner
 
 // Run verifies a lab and returns the report. An error means the run could
 // not happen at all (no cluster, bad lab); failed checks are in the report.
@@ -98,6 +99,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.removeScratch()
 	rep := r.newReport()
 	scenarios := r.selectScenarios()
 	needsNamespace := slices.ContainsFunc(scenarios, scenarioNeedsNamespace)
@@ -296,6 +298,32 @@ type run struct {
 
 	memoMu sync.Mutex
 	memo   map[string]*memoEntry
+	// scratch are directories that live as long as the run (test
+	// binaries several steps run).
+	scratch []string
+}
+
+// scratchDir creates a directory anyone may read, removed when the run
+// ends.
+func (r *run) scratchDir(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		r.addScratch(dir)
+		err = os.Chmod(dir, 0o755)
+	}
+	return dir, err
+}
+
+func (r *run) addScratch(dir string) {
+	r.memoMu.Lock()
+	defer r.memoMu.Unlock()
+	r.scratch = append(r.scratch, dir)
+}
+
+func (r *run) removeScratch() {
+	for _, d := range r.scratch {
+		os.RemoveAll(d)
+	}
 }
 
 type memoEntry struct {

@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,77 +69,71 @@ func (p *testsCatchParams) Validate() error {
 	return nil
 }
 
-// goTestCall is one go test run of the project.
-type goTestCall struct {
-	pkgs    []string
-	overlay string // go build -overlay description, or ""
-	read    []string
-	mutant  string
-	// failFast stops at the first failure (a mutant run against a
-	// baseline where everything passed).
-	failFast bool
-}
-
 // errNoAssets: labctl's kube-apiserver and etcd are not installed.
 var errNoAssets = errors.New("no envtest binaries")
 
-// goTest runs the project's tests with go test -json within the check's
-// timeout and reads what they did. The envtest binaries are labctl's
-// control plane (KUBEBUILDER_ASSETS), shared read-only with a sandbox.
-func goTest(ctx context.Context, c *Context, call goTestCall) (*gobuild.TestRun, error) {
-	bins := controlplane.Installed()
-	if bins == nil {
-		return nil, errNoAssets
-	}
-	runGo := c.run.o.Go
-	if runGo == nil {
-		runGo = goHere
-	}
+// testLimit is how long the project's tests may take: the check's
+// timeout, within ctx's deadline.
+func testLimit(ctx context.Context, c *Context) time.Duration {
 	limit := c.Timeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < limit {
 		limit = time.Until(dl)
 	}
-	// go test's own -timeout ends a hung test binary with the stacks of
-	// its goroutines, a little before the check's deadline ends go.
-	testLimit := limit - limit/10
+	return limit
+}
+
+// testEnv is the tests' environment: labctl's control plane as envtest's
+// binaries, and the mutant alive ("" for none).
+func testEnv(assets, mutant string) []string {
+	// envtest gives its API server 20 s to start unless told otherwise; a
+	// loaded machine (a grader's, two suites at once) needs longer, and a
+	// verdict must not depend on the load. The check's timeout still bounds it.
+	env := []string{"KUBEBUILDER_ASSETS=" + assets, "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=3m"}
+	if mutant != "" {
+		env = append(env, testmutant.EnvVar+"="+mutant)
+	}
+	return env
+}
+
+// testRunError says why go could not run the tests (nil when it ran,
+// passing or failing).
+func testRunError(ctx context.Context, err error, limit time.Duration) error {
+	var exit *exec.ExitError
+	switch {
+	case err == nil || errors.Is(err, errNoGo):
+		return err
+	case ctx.Err() != nil:
+		return fmt.Errorf("the tests did not finish within %s", roundDur(limit))
+	case !errors.As(err, &exit):
+		return fmt.Errorf("cannot run go test: %v", oneLine(err))
+	}
+	return nil
+}
+
+// goTest runs the project's tests with go test -json -cover within the
+// check's timeout and reads what they did. The envtest binaries are
+// labctl's control plane (KUBEBUILDER_ASSETS), shared read-only with a
+// sandbox.
+func goTest(ctx context.Context, c *Context, pkgs []string) (*gobuild.TestRun, error) {
+	bins := controlplane.Installed()
+	if bins == nil {
+		return nil, errNoAssets
+	}
+	limit := testLimit(ctx, c)
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	args := []string{"test", "-json", "-count=1", "-p=1", "-timeout=" + testLimit.Round(time.Second).String()}
-	if call.overlay == "" {
-		args = append(args, "-cover")
-	} else {
-		// go's cover tool does not read overlays.
-		args = append(args, "-overlay="+call.overlay)
-	}
-	if call.failFast {
-		args = append(args, "-failfast")
-	}
-	args = append(args, call.pkgs...)
-	if call.failFast && ginkgoOnly(c.ProjectDir(), call.pkgs) {
-		args = append(args, "-args", "-ginkgo.fail-fast")
-	}
+	// go test's own -timeout ends a hung test binary with the stacks of
+	// its goroutines, a little before the check's deadline ends go.
+	args := append([]string{"test", "-json", "-count=1", "-p=1", "-cover", "-timeout=" + (limit - limit/10).Round(time.Second).String()}, pkgs...)
 	assets, err := envtestAssets(bins.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the envtest binaries: %w", err)
 	}
 	defer os.RemoveAll(assets)
-	// envtest gives its API server 20 s to start unless told otherwise; a
-	// loaded machine (a grader's, two suites at once) needs longer, and a
-	// verdict must not depend on the load. The check's timeout still bounds it.
-	env := []string{"KUBEBUILDER_ASSETS=" + assets, "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=3m"}
-	if call.mutant != "" {
-		env = append(env, testmutant.EnvVar+"="+call.mutant)
-	}
 	var stdout bytes.Buffer
-	stderr, err := runGo(ctx, gobuild.Command{Dir: c.ProjectDir(), Args: args, Env: env, Read: append([]string{bins.Dir, assets}, call.read...), Stdout: &stdout})
-	var exit *exec.ExitError
-	switch {
-	case errors.Is(err, errNoGo):
+	stderr, err := c.goRunner()(ctx, gobuild.Command{Dir: c.ProjectDir(), Args: args, Env: testEnv(assets, ""), Read: []string{bins.Dir, assets}, Stdout: &stdout})
+	if err := testRunError(ctx, err, limit); err != nil {
 		return nil, err
-	case err != nil && ctx.Err() != nil:
-		return nil, fmt.Errorf("the tests did not finish within %s", roundDur(limit))
-	case err != nil && !errors.As(err, &exit):
-		return nil, fmt.Errorf("cannot run go test: %v", oneLine(err))
 	}
 	run := gobuild.ParseTestEvents(stdout.Bytes())
 	if run.BuildOutput == "" {
@@ -151,10 +142,112 @@ func goTest(ctx context.Context, c *Context, call goTestCall) (*gobuild.TestRun,
 	if err != nil && !run.Ran() && len(run.BuildFailed) == 0 {
 		// go stopped before any test (a pattern that matches nothing, a
 		// go.mod it refuses): its own words say why.
-		run.BuildFailed = []string{strings.Join(call.pkgs, " ")}
+		run.BuildFailed = []string{strings.Join(pkgs, " ")}
 		run.BuildOutput = stderr
 	}
 	return run, nil
+}
+
+// goRunner runs the check's go commands: in the submission's box when
+// grading, else here.
+func (c *Context) goRunner() GoRunner {
+	if c.run.o.Go != nil {
+		return c.run.o.Go
+	}
+	return goHere
+}
+
+// mutantBuild is the project's tests compiled once against the
+// instrumented controller: every mutant, in every step, runs these
+// binaries (a test binary of controller-runtime takes seconds to link).
+type mutantBuild struct {
+	in   *testmutant.Instrumented
+	bins []gobuild.TestBinary
+	// assets is the envtest binaries' directory; read what the runs read.
+	assets string
+	read   []string
+	// failed: the tests do not compile with labctl's wrappers.
+	failed *gobuild.TestRun
+	// skip and err: no build (the controller has no package labctl can
+	// instrument; labctl could not build).
+	skip string
+	err  error
+}
+
+// buildMutants instruments the controller package and compiles the
+// tests against it, once per run.
+func buildMutants(ctx context.Context, c *Context, pkgs []string, rel, reconciler string) *mutantBuild {
+	key := "tests-catch build " + c.ProjectDir() + " " + strings.Join(pkgs, " ") + " " + rel + " " + reconciler
+	return c.run.once(key, func() any {
+		b := &mutantBuild{}
+		cp := controlplane.Installed()
+		if cp == nil {
+			b.err = errNoAssets
+			return b
+		}
+		in, err := testmutant.Instrument(filepath.Join(c.ProjectDir(), rel), reconciler)
+		if err != nil {
+			b.skip = fmt.Sprintf("labctl cannot make mutants of %s: %v", rel, oneLine(err))
+			return b
+		}
+		b.in = in
+		// The overlay and the binaries live as long as the run: anyone may
+		// read them (a sandbox's user builds and runs them).
+		work, err := c.run.scratchDir("labctl-mutants-")
+		if err == nil {
+			b.assets, err = envtestAssets(cp.Dir)
+		}
+		var overlay, binDir string
+		if err == nil {
+			c.run.addScratch(b.assets)
+			overlay, err = in.WriteOverlay(work)
+		}
+		if err == nil {
+			binDir, err = c.run.scratchDir("labctl-tests-")
+		}
+		if err != nil {
+			b.err = fmt.Errorf("preparing the mutants: %w", err)
+			return b
+		}
+		b.read = []string{cp.Dir, b.assets, work, binDir}
+		ctx, cancel := context.WithTimeout(ctx, testLimit(ctx, c))
+		defer cancel()
+		base := gobuild.Command{Dir: c.ProjectDir(), Read: b.read[:3], Write: []string{binDir}}
+		b.bins, b.failed, err = gobuild.CompileTests(ctx, c.goRunner(), base, pkgs, []string{"-overlay=" + overlay}, binDir)
+		b.err = testRunError(ctx, err, testLimit(ctx, c))
+		return b
+	}).(*mutantBuild)
+}
+
+// run runs the compiled tests with a mutant alive ("" for none), one
+// package after another as go test -p=1 would. With failFast (every test
+// passed at baseline) each binary stops at its first failure, and the
+// run at the first package that fails.
+func (b *mutantBuild) run(ctx context.Context, c *Context, mutant string, failFast bool) (*gobuild.TestRun, error) {
+	limit := testLimit(ctx, c)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var stdout bytes.Buffer
+	for _, bin := range b.bins {
+		dl, _ := ctx.Deadline()
+		left := time.Until(dl)
+		flags := []string{"-test.timeout=" + (left - left/10).Round(time.Second).String()}
+		if failFast {
+			flags = append(flags, "-test.failfast")
+			if bin.Ginkgo {
+				flags = append(flags, "-ginkgo.fail-fast")
+			}
+		}
+		cmd := bin.Command(gobuild.Command{Env: testEnv(b.assets, mutant), Read: b.read, Stdout: &stdout}, flags...)
+		_, err := c.goRunner()(ctx, cmd)
+		if err := testRunError(ctx, err, limit); err != nil {
+			return nil, err
+		}
+		if err != nil && failFast {
+			break
+		}
+	}
+	return gobuild.ParseTestEvents(stdout.Bytes()), nil
 }
 
 // apiserverWrapper starts labctl's kube-apiserver where envtest would.
@@ -202,67 +295,6 @@ func envtestAssets(bin string) (string, error) {
 	return dir, nil
 }
 
-// ginkgoOnly reports whether every package the patterns name that has
-// tests is a Ginkgo suite: only then may the test binaries be given
-// Ginkgo's flags (a plain test binary fails on a flag it does not know).
-func ginkgoOnly(dir string, patterns []string) bool {
-	suites := 0
-	for _, pat := range patterns {
-		root, recursive := strings.CutSuffix(pat, "/...")
-		if pat == "./..." || pat == "..." {
-			root, recursive = ".", true
-		}
-		if strings.ContainsAny(root, "*?[") {
-			return false
-		}
-		ok := true
-		_ = filepath.WalkDir(filepath.Join(dir, root), func(p string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil || !ok:
-				return filepath.SkipAll
-			case !d.IsDir():
-				return nil
-			case p != filepath.Join(dir, root) && (!recursive || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata" || d.Name() == "vendor"):
-				return filepath.SkipDir
-			}
-			hasTests, ginkgo := packageTests(p)
-			if hasTests && !ginkgo {
-				ok = false
-			}
-			if ginkgo {
-				suites++
-			}
-			return nil
-		})
-		if !ok {
-			return false
-		}
-	}
-	return suites > 0
-}
-
-// packageTests reports whether the directory has test files, and whether
-// one of them imports Ginkgo.
-func packageTests(dir string) (hasTests, ginkgo bool) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), "_test.go") { // no symbolic link: this runs as the grader
-			continue
-		}
-		hasTests = true
-		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.ImportsOnly)
-		if err != nil {
-			continue
-		}
-		for _, imp := range f.Imports {
-			if imp.Path.Value == `"github.com/onsi/ginkgo/v2"` {
-				ginkgo = true
-			}
-		}
-	}
-	return hasTests, ginkgo
-}
-
 func testsUnavailable(err error) Outcome {
 	switch {
 	case errors.Is(err, errNoAssets):
@@ -281,7 +313,7 @@ func runGoTest(ctx context.Context, c *Context, p *goTestParams) Outcome {
 	expected := "go test " + strings.Join(pkgs, " ") + " passes, with at least one test"
 	start := time.Now()
 	b := c.run.once("go-test "+c.ProjectDir()+" "+strings.Join(pkgs, " "), func() any {
-		run, err := goTest(ctx, c, goTestCall{pkgs: pkgs})
+		run, err := goTest(ctx, c, pkgs)
 		return baselineRun{run, err}
 	}).(baselineRun)
 	run, err := b.run, b.err
@@ -363,30 +395,29 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	if reconciler == "" {
 		reconciler = "DatabaseReconciler"
 	}
-	in, err := testmutant.Instrument(filepath.Join(dir, rel), reconciler)
-	if err != nil {
-		return skip("labctl cannot make mutants of %s: %v", rel, oneLine(err))
+	pkgs := p.packages()
+	build := buildMutants(ctx, c, pkgs, rel, reconciler)
+	switch {
+	case build.skip != "":
+		return skip("%s", build.skip)
+	case build.err != nil:
+		return testsUnavailable(build.err)
+	case build.failed != nil:
+		// labctl's wrappers did not fit the project (a Create of some
+		// other type), or the tests do not compile at all (go-test says
+		// so): nothing this step can judge.
+		return skip("the tests do not compile with labctl's mutants of %s (%s), so whether they catch them cannot be told", rel, gobuild.FirstErrors(build.failed.BuildOutput, 1))
+	case len(build.bins) == 0:
+		return skip("go test %s has no package with tests", strings.Join(pkgs, " "))
 	}
 	var mutants []testmutant.Mutant
 	for _, name := range p.Mutants {
 		m, _ := testmutant.Lookup(name)
-		if m.NeedsReconcile && !in.Reconcile {
+		if m.NeedsReconcile && !build.in.Reconcile {
 			return skip("labctl found no Reconcile method of %s in %s, so it cannot make the mutant that %s", reconciler, rel, m.Doc)
 		}
 		mutants = append(mutants, m)
 	}
-	work, err := os.MkdirTemp("", "labctl-mutants-")
-	if err != nil {
-		return errorf("cannot create a directory for the mutants: %v", err)
-	}
-	defer os.RemoveAll(work)
-	overlay, err := in.WriteOverlay(work)
-	if err != nil {
-		return errorf("writing the mutants: %v", oneLine(err))
-	}
-	// Anyone may read the overlay: a sandbox's user builds with it.
-	_ = os.Chmod(work, 0o755)
-	pkgs := p.packages()
 	expected := "go test " + strings.Join(pkgs, " ") + " fails on each mutant, in a test that passes on the project's own controller"
 	// What fails on the student's own controller says nothing about a
 	// mutant (the course's scaffold test, a flaky spec): a mutant is caught
@@ -397,14 +428,12 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	var baseFailed []string
 	if v, ok := c.run.recall("go-test " + pkgKey); !ok || !v.(baselineRun).clean() {
 		base := c.run.once("tests-catch baseline "+pkgKey+" "+rel+" "+reconciler, func() any {
-			run, err := goTest(ctx, c, goTestCall{pkgs: pkgs, overlay: overlay, read: []string{work}})
+			run, err := build.run(ctx, c, "", false)
 			return baselineRun{run, err}
 		}).(baselineRun)
 		switch {
 		case base.err != nil:
 			return testsUnavailable(base.err)
-		case len(base.run.BuildFailed) > 0:
-			return skip("the tests do not compile with labctl's mutants of %s (%s), so whether they catch them cannot be told", rel, gobuild.FirstErrors(base.run.BuildOutput, 1))
 		case len(base.run.Passed) == 0:
 			return skip("no test of go test %s passes on the project's own controller, so whether they catch a mutant cannot be told", strings.Join(pkgs, " "))
 		}
@@ -421,7 +450,7 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			run, err := goTest(ctx, c, goTestCall{pkgs: pkgs, overlay: overlay, read: []string{work}, mutant: m.Name, failFast: len(baseFailed) == 0})
+			run, err := build.run(ctx, c, m.Name, len(baseFailed) == 0)
 			runs[i] = baselineRun{run, err}
 		}()
 	}
@@ -432,11 +461,6 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 		run, err := runs[i].run, runs[i].err
 		if err != nil {
 			return testsUnavailable(err)
-		}
-		if len(run.BuildFailed) > 0 {
-			// labctl's wrappers did not fit the project (a Create of some
-			// other type): nothing the student's tests did.
-			return skip("the tests do not compile with labctl's mutants of %s (%s), so whether they catch them cannot be told", rel, gobuild.FirstErrors(run.BuildOutput, 1))
 		}
 		if slices.ContainsFunc(failedNames(run), func(n string) bool { return !slices.Contains(baseFailed, n) }) {
 			caught++

@@ -65,6 +65,12 @@ func (g BoxedGo) run(ctx context.Context, t *toolchain, c gobuild.Command) (stde
 	for _, d := range c.Read {
 		binds = append(binds, sandbox.Bind{Src: d, Dst: d})
 	}
+	for _, d := range c.Write {
+		if err := os.Chown(d, box.UID, box.GID); err != nil {
+			return "", fmt.Errorf("giving %s to the sandbox: %w", d, err)
+		}
+		binds = append(binds, sandbox.Bind{Src: d, Dst: d, Writable: true})
+	}
 	spec := box.Spec(c.Dir, append(env, c.Env...), binds...)
 	spec.Nice = g.Nice
 	gocache := filepath.Join(box.Home(), ".cache", "go-build")

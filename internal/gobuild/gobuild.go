@@ -56,6 +56,10 @@ type Command struct {
 	// (the envtest binaries, a build overlay's files): a sandbox shows
 	// them read-only at the same paths.
 	Read []string
+	// Write are host directories the command writes (test binaries it
+	// builds): a sandbox shows them read-write at the same paths and
+	// gives them to its user.
+	Write []string
 	// Stdout receives what go writes on its standard output (nil drops
 	// it: go test -json's events, go list's packages).
 	Stdout io.Writer
