@@ -259,6 +259,8 @@ var mutants = []struct {
 	{"test-notfound-error-only", "lab-6.2", []string{"3.1"}},
 	{"test-finalizer-unchecked", "lab-6.2", []string{"3.2"}},
 	{"test-service-not-fetched", "lab-6.2", []string{"4.1"}},
+	{"test-secret-spec-pending", "lab-6.2", []string{"2.1"}},
+	{"test-service-eventually-true", "lab-6.2", []string{"4.1"}},
 }
 
 // diagnoses: for some mutants, what the headline of a failed task must
@@ -273,8 +275,10 @@ var diagnoses = map[string]struct{ task, says string }{
 	"reconcile-duration-as-summary": {"2.5", "database_reconcile_duration_seconds is a summary, not a histogram"},
 	"transition-printed":            {"1.3", "comes from the Database controller's reconcile logger"},
 	// Which behaviour went untested, not only that a mutant survived.
-	"test-secret-only-if-found": {"2.1", "never creates the Secret"},
-	"test-phase-without-ready":  {"1.1", "reports status.ready=true"},
+	"test-secret-only-if-found":    {"2.1", "never creates the Secret"},
+	"test-phase-without-ready":     {"1.1", "reports status.ready=true"},
+	"test-secret-spec-pending":     {"2.1", "never creates the Secret"},
+	"test-service-eventually-true": {"4.1", "never creates the Service"},
 }
 
 // warnings: for some mutants and course variants, the tasks that pass with a warning (a bug
