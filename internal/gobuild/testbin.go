@@ -107,7 +107,13 @@ func (b TestBinary) Command(base Command, flags ...string) Command {
 	return c
 }
 
+// within says whether dir (absolute, as go list reports it) lies in root,
+// which may be relative to this process's directory ("" is that directory).
 func within(root, dir string) bool {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return false
+	}
 	rel, err := filepath.Rel(root, dir)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -94,3 +94,18 @@ func TestCompileTestsReportsABuildFailure(t *testing.T) {
 	assert.Equal(t, []string{"example.com/m/a"}, failed.BuildFailed)
 	assert.Contains(t, failed.BuildOutput, "undefined: undefinedThing")
 }
+
+// A project directory given relative to the working directory (or "",
+// the working directory itself) still owns the packages go list reports
+// with absolute paths.
+func TestWithinTakesARelativeRoot(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "project", "a"), 0o755))
+	t.Chdir(root)
+	pkg := filepath.Join(root, "project", "a")
+	assert.True(t, within("project", pkg))
+	assert.True(t, within("./project/", pkg))
+	assert.True(t, within("", pkg))
+	assert.False(t, within("project/a/b", pkg))
+	assert.False(t, within("other", pkg))
+}
