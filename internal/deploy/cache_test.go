@@ -3,6 +3,7 @@ package deploy
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,4 +52,32 @@ func TestSourceHashFollowsContentsNotTimes(t *testing.T) {
 	d, err := operator.Fingerprint(dir, "go1.27")
 	require.NoError(t, err)
 	assert.NotEqual(t, c, d, "so does the toolchain")
+}
+
+// Two projects whose sources are the same (two students' submissions,
+// graded side by side) share a cache entry: built at once, both get it.
+func TestSameManagerBuiltTwiceAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	var projects []*Project
+	for _, name := range []string{"a", "b"} {
+		dir := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "cmd"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/op\n\ngo 1.24\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cmd", "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+		projects = append(projects, &Project{Dir: dir, Name: "op"})
+	}
+	paths := make([]string, len(projects))
+	errs := make([]error, len(projects))
+	var wg sync.WaitGroup
+	for i, p := range projects {
+		wg.Go(func() { paths[i], _, errs[i] = BuildManager(t.Context(), p, BuildOptions{}) })
+	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, paths[0], paths[1], "one entry")
+	assert.True(t, cachedIntact(paths[0]))
 }

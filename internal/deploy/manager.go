@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/labctl/labctl/internal/filecopy"
+	"github.com/labctl/labctl/internal/fslock"
 	"github.com/labctl/labctl/internal/gobuild"
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/proc"
@@ -62,6 +63,17 @@ func BuildManager(ctx context.Context, p *Project, o BuildOptions) (path string,
 	}
 	dir := filepath.Join(cache, "managers", sum[:32])
 	bin := filepath.Join(dir, "manager")
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", false, err
+	}
+	// One build per entry at a time: two submissions of a class with the
+	// same operator sources (tests aside) share the entry, and are graded
+	// side by side.
+	unlock, err := fslock.Lock(ctx, dir+".lock")
+	if err != nil {
+		return "", false, fmt.Errorf("waiting for another build of the same manager: %w", err)
+	}
+	defer unlock()
 	if cachedIntact(bin) {
 		now := time.Now()
 		_ = os.Chtimes(dir, now, now) // recently used: pruned last
@@ -146,6 +158,7 @@ func pruneManagers(root string, keep int) {
 	sort.Slice(builds, func(i, j int) bool { return builds[i].mod.After(builds[j].mod) })
 	for _, b := range builds[min(keep, len(builds)):] {
 		_ = os.RemoveAll(b.path)
+		_ = os.Remove(b.path + ".lock")
 	}
 }
 
