@@ -19,7 +19,8 @@ import (
 type mutantBuild struct {
 	in   *testmutant.Instrumented
 	bins []gobuild.TestBinary
-	// assets is the envtest binaries' directory; read what the runs read.
+	// assets is the envtest binaries' directory; read what the runs read:
+	// not the overlay, whose generated file names the mutants' tokens.
 	assets string
 	read   []string
 	// failed: the tests do not compile with labctl's wrappers.
@@ -65,10 +66,10 @@ func buildMutants(ctx context.Context, c *Context, pkgs []string, rel, reconcile
 			b.err = fmt.Errorf("preparing the mutants: %w", err)
 			return b
 		}
-		b.read = []string{cp.Dir, b.assets, work, binDir}
+		b.read = []string{cp.Dir, b.assets, binDir}
 		ctx, cancel := context.WithTimeout(ctx, testLimit(ctx, c))
 		defer cancel()
-		base := gobuild.Command{Dir: c.ProjectDir(), Read: b.read[:3], Write: []string{binDir}}
+		base := gobuild.Command{Dir: c.ProjectDir(), Read: []string{cp.Dir, b.assets, work}, Write: []string{binDir}}
 		b.bins, b.failed, err = gobuild.CompileTests(ctx, c.goRunner(), base, pkgs, []string{"-overlay=" + overlay}, binDir)
 		b.err = testRunError(ctx, err, testLimit(ctx, c))
 		return b
@@ -94,7 +95,7 @@ func (b *mutantBuild) run(ctx context.Context, c *Context, mutant string, failFa
 				flags = append(flags, "-ginkgo.fail-fast")
 			}
 		}
-		cmd := bin.Command(gobuild.Command{Env: testEnv(b.assets, mutant), Read: b.read, Stdout: &stdout}, flags...)
+		cmd := bin.Command(gobuild.Command{Env: testEnv(b.assets, b.in.Env(mutant)), Read: b.read, Stdout: &stdout}, flags...)
 		_, err := c.goRunner()(ctx, cmd)
 		if err := testRunError(ctx, err, limit); err != nil {
 			return nil, err

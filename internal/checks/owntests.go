@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,15 +85,14 @@ func testLimit(ctx context.Context, c *Context) time.Duration {
 
 // testEnv is the tests' environment: labctl's control plane as envtest's
 // binaries, and the mutant alive ("" for none).
+// testEnv is the environment of a test run: mutant is the entry that
+// chooses the mutant alive (testmutant: set in every run, the project's
+// own ones too).
 func testEnv(assets, mutant string) []string {
 	// envtest gives its API server 20 s to start unless told otherwise; a
 	// loaded machine (a grader's, two suites at once) needs longer, and a
 	// verdict must not depend on the load. The check's timeout still bounds it.
-	env := []string{"KUBEBUILDER_ASSETS=" + assets, "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=3m"}
-	if mutant != "" {
-		env = append(env, testmutant.EnvVar+"="+mutant)
-	}
-	return env
+	return []string{"KUBEBUILDER_ASSETS=" + assets, "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=3m", mutant}
 }
 
 // testRunError says why go could not run the tests (nil when it ran,
@@ -131,7 +131,7 @@ func goTest(ctx context.Context, c *Context, pkgs []string) (*gobuild.TestRun, e
 	}
 	defer os.RemoveAll(assets)
 	var stdout bytes.Buffer
-	stderr, err := c.goRunner()(ctx, gobuild.Command{Dir: c.ProjectDir(), Args: args, Env: testEnv(assets, ""), Read: []string{bins.Dir, assets}, Stdout: &stdout})
+	stderr, err := c.goRunner()(ctx, gobuild.Command{Dir: c.ProjectDir(), Args: args, Env: testEnv(assets, testmutant.OffEnv()), Read: []string{bins.Dir, assets}, Stdout: &stdout})
 	if err := testRunError(ctx, err, limit); err != nil {
 		return nil, err
 	}
@@ -333,7 +333,9 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// otherwise the instrumented build runs with no mutant alive.
 	pkgKey := dir + " " + strings.Join(pkgs, " ")
 	var baseFailed []string
-	if v, ok := c.run.recall("go-test " + pkgKey); !ok || !v.(baselineRun).clean() {
+	v, ok := c.run.recall("go-test " + pkgKey)
+	failFast := ok && v.(baselineRun).clean()
+	if !failFast {
 		base := c.run.once("tests-catch baseline "+pkgKey+" "+rel+" "+reconciler, func() any {
 			run, err := build.run(ctx, c, "", false)
 			return baselineRun{run, err}
@@ -346,30 +348,51 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 		}
 		baseFailed = failedNames(base.run)
 	}
-	// Two mutants at a time: a run is mostly one process (envtest's
+	// Beside the mutants, in an order chosen afresh, a control: the same
+	// build with no mutant alive. A test that fails in it fails whatever
+	// the controller does (it changes from run to run, or it looks at its
+	// run rather than at the controller) and can tell no mutant apart.
+	// Two runs at a time: a run is mostly one process (envtest's
 	// kube-apiserver, then the suite) and the machine has two cores.
-	runs := make([]baselineRun, len(mutants))
+	const control = ""
+	batch := append([]string{control}, p.Mutants...)
+	rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+	runs := map[string]baselineRun{}
+	var mu sync.Mutex
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
-	for i, m := range mutants {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for _, name := range batch {
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			run, err := build.run(ctx, c, m.Name, len(baseFailed) == 0)
-			runs[i] = baselineRun{run, err}
-		}()
+			run, err := build.run(ctx, c, name, failFast)
+			mu.Lock()
+			runs[name] = baselineRun{run, err}
+			mu.Unlock()
+		})
 	}
 	wg.Wait()
+	newlyFailed := func(run *gobuild.TestRun) []string {
+		return slices.DeleteFunc(slices.Clone(failedNames(run)), func(n string) bool { return slices.Contains(baseFailed, n) })
+	}
+	if ctl := runs[control]; ctl.err != nil {
+		return testsUnavailable(ctl.err)
+	} else if failed := newlyFailed(ctl.run); len(failed) > 0 {
+		out := fail("the tests fail on the project's own controller when run again beside its mutants (%s): a test whose outcome changes from run to run cannot tell a mutant", logline.Cut(strings.Join(failed, "; "), 300))
+		out.Expected = expected
+		out.Observed = "a run with no mutant alive failed what the baseline passed"
+		return out
+	}
 	var survived []string
 	caught := 0
-	for i, m := range mutants {
-		run, err := runs[i].run, runs[i].err
+	for _, m := range mutants {
+		run, err := runs[m.Name].run, runs[m.Name].err
 		if err != nil {
 			return testsUnavailable(err)
 		}
-		if slices.ContainsFunc(failedNames(run), func(n string) bool { return !slices.Contains(baseFailed, n) }) {
+		// Caught: a test the baseline passed fails, and the mutant did
+		// change what the controller did.
+		if len(newlyFailed(run)) > 0 && fired(run, m.Name) {
 			caught++
 			continue
 		}

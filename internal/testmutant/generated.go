@@ -1,14 +1,23 @@
 package testmutant
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
 // generated is the Go file added to the controller package: the
-// wrappers the rewritten calls go through, and (withReconcile) the
-// reconciler's Reconcile around the student's.
-func generated(pkg, reconciler string, withReconcile bool) string {
+// wrappers the rewritten calls go through, the mutants' tokens (by
+// name), and (withReconcile) the reconciler's Reconcile around the
+// student's.
+func generated(pkg, reconciler string, withReconcile bool, tokens map[string]string) string {
 	s := strings.ReplaceAll(wrappers, "package PKG", "package "+pkg)
+	s += "\n// labctlMutTokens maps a token to the mutant it makes alive.\nvar labctlMutTokens = map[string]string{\n"
+	for _, name := range slices.Sorted(maps.Keys(tokens)) {
+		s += fmt.Sprintf("\t%q: %q,\n", tokens[name], name)
+	}
+	s += "}\n"
 	if withReconcile {
 		s += strings.ReplaceAll(reconcileWrapper, "RECONCILER", reconciler)
 	}
@@ -38,7 +47,7 @@ import (
 	labctlmutcu "sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-var labctlMutant = labctlmutos.Getenv("LABCTL_MUTANT")
+var labctlMutant = labctlMutTokens[labctlmutos.Getenv("LABCTL_MUTANT")]
 
 var labctlMutFiredOnce labctlmutsync.Once
 

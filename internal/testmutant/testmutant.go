@@ -13,6 +13,8 @@ package testmutant
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,8 +29,11 @@ import (
 	"strings"
 )
 
-// EnvVar names the mutant that is alive in an instrumented build; empty
-// or unset, the instrumented code behaves as the student's.
+// EnvVar holds the token of the mutant that is alive in an instrumented
+// build. Tokens are random, made afresh for each instrumentation, and
+// every run sets the variable (to a token no mutant has when none is
+// alive), so a test cannot tell a mutant's run from its own by looking
+// at its environment: only by what the controller does.
 const EnvVar = "LABCTL_MUTANT"
 
 // FiredPrefix starts the line an instrumented test binary prints on its
@@ -79,6 +84,27 @@ type Instrumented struct {
 	Reconcile bool
 	// Writes counts the client calls that were wrapped.
 	Writes int
+	// tokens are the mutants' tokens, by name.
+	tokens map[string]string
+}
+
+// Env is the environment entry that makes mutant alive in a run of the
+// instrumented build; "" is none, a token of no mutant (fresh each call).
+func (in *Instrumented) Env(mutant string) string {
+	if t, ok := in.tokens[mutant]; ok && mutant != "" {
+		return EnvVar + "=" + t
+	}
+	return OffEnv()
+}
+
+// OffEnv is the environment entry of a run with no mutant alive: a fresh
+// random token, so the project's own runs look like its mutants' runs.
+func OffEnv() string { return EnvVar + "=" + newToken() }
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // GeneratedFile is the file added to the package.
@@ -100,7 +126,10 @@ func Instrument(dir, reconciler string) (*Instrumented, error) {
 		return nil, fmt.Errorf("reading the controller package: %w", err)
 	}
 	fset := token.NewFileSet()
-	out := &Instrumented{Files: map[string][]byte{}}
+	out := &Instrumented{Files: map[string][]byte{}, tokens: map[string]string{}}
+	for _, m := range Catalogue {
+		out.tokens[m.Name] = newToken()
+	}
 	pkgName := ""
 	for _, e := range entries {
 		name := e.Name()
@@ -131,7 +160,7 @@ func Instrument(dir, reconciler string) (*Instrumented, error) {
 	if pkgName == "" {
 		return nil, errors.New("the controller package has no Go file")
 	}
-	out.Files[filepath.Join(dir, GeneratedFile)] = []byte(generated(pkgName, reconciler, out.Reconcile))
+	out.Files[filepath.Join(dir, GeneratedFile)] = []byte(generated(pkgName, reconciler, out.Reconcile, out.tokens))
 	return out, nil
 }
 

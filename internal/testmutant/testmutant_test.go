@@ -2,9 +2,11 @@ package testmutant
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -139,4 +141,33 @@ func TestInstrumentDoesNotFollowSymbolicLinks(t *testing.T) {
 	require.NoError(t, os.Symlink(dir, linked))
 	_, err = Instrument(linked, "DatabaseReconciler")
 	assert.Error(t, err)
+}
+
+// A run's mutant is named by a token of this instrumentation's, never by
+// the mutant's name; a run with no mutant gets a token too, fresh each
+// time, that no mutant has: the environment does not tell the runs apart.
+func TestMutantsAreChosenByRandomTokens(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "database_controller.go"), []byte(controllerSource), 0o644))
+	in, err := Instrument(dir, "DatabaseReconciler")
+	require.NoError(t, err)
+	src := string(in.Files[filepath.Join(dir, GeneratedFile)])
+	token := func(entry string) string {
+		v, ok := strings.CutPrefix(entry, EnvVar+"=")
+		require.True(t, ok, entry)
+		require.Len(t, v, 32)
+		return v
+	}
+	for _, m := range Catalogue {
+		assert.Contains(t, src, fmt.Sprintf("%q: %q,", token(in.Env(m.Name)), m.Name))
+		assert.NotEqual(t, m.Name, token(in.Env(m.Name)))
+	}
+	off, again := token(in.Env("")), token(OffEnv())
+	assert.NotEqual(t, off, again)
+	assert.NotContains(t, src, off)
+	assert.NotContains(t, src, again)
+
+	other, err := Instrument(dir, "DatabaseReconciler")
+	require.NoError(t, err)
+	assert.NotEqual(t, in.Env("no-secret"), other.Env("no-secret"), "each instrumentation has tokens of its own")
 }
