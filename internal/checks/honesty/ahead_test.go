@@ -28,10 +28,11 @@ type project struct {
 // subtest) runs in the background at the lowest CPU priority, so it only
 // takes cycles the verify leaves idle and does not load its timing checks.
 // The two projects live in two slots that alternate, each at a fixed path
-// (see workDir). The build leaves the binary in labctl's manager cache,
+// (see workDir); each lane of TestHonesty has a pair of its own. The build leaves the binary in labctl's manager cache,
 // where the subtest's deploy finds it.
 type ahead struct {
 	order []project // the subtests' projects, in the order they run
+	first int       // the first of the pair of slots this ahead alternates
 	slot  int       // the slot of the project taken last
 	taken int       // its index in order (-1: not in it)
 	next  *building
@@ -46,7 +47,13 @@ type building struct {
 	done    chan struct{}
 }
 
-func newAhead(order []project) *ahead { return &ahead{order: order, slot: 1, taken: -1} }
+// newAhead alternates the slots first and first+1.
+func newAhead(order []project, first int) *ahead {
+	return &ahead{order: order, first: first, slot: first + 1, taken: -1}
+}
+
+// other is the slot of the pair that is not s.
+func (a *ahead) other(s int) int { return a.first + 1 - (s - a.first) }
 
 // take returns the directory of p, ready to deploy.
 func (a *ahead) take(t testing.TB, p project) string {
@@ -68,7 +75,7 @@ func (a *ahead) take(t testing.TB, p project) string {
 		dir, a.slot = n.dir, n.slot
 	} else {
 		a.stop() // a subtest skipped by -run: its build is not wanted
-		a.slot = 1 - a.slot
+		a.slot = a.other(a.slot)
 		var err error
 		dir, err = copyInto(p.name, p.patch, a.slot)
 		require.NoError(t, err)
@@ -89,7 +96,7 @@ func (a *ahead) take(t testing.TB, p project) string {
 // verify alone.
 func (a *ahead) buildNext() {
 	if a.next == nil && a.taken >= 0 && a.taken+1 < len(a.order) {
-		a.next = a.start(a.order[a.taken+1], 1-a.slot)
+		a.next = a.start(a.order[a.taken+1], a.other(a.slot))
 	}
 }
 

@@ -69,6 +69,12 @@ func loadLab(t testing.TB, labID string) *labs.Lab {
 
 func verify(t testing.TB, labID string, op *operator.Operator, projectDir string, tasks ...string) *report.Report {
 	t.Helper()
+	return verifyOn(t, env, labID, op, projectDir, tasks...)
+}
+
+// verifyOn verifies the lab on cluster c.
+func verifyOn(t testing.TB, c *testcluster.Cluster, labID string, op *operator.Operator, projectDir string, tasks ...string) *report.Report {
+	t.Helper()
 	lab := loadLab(t, labID)
 	// Every step has its own timeout; this only stops a run that hangs.
 	// Lab 6.2 runs the project's tests nine times (minutes, loaded).
@@ -81,7 +87,7 @@ func verify(t testing.TB, labID string, op *operator.Operator, projectDir string
 			t.Logf("%6.2fs %s %s", time.Since(start).Seconds(), c.Status, c.ID)
 		}
 	}
-	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: env.Cluster, Operator: op, ProjectDir: projectDir, Tasks: tasks, OnCheck: progress})
+	rep, err := checks.Run(ctx, checks.Options{Lab: lab, Cluster: c.Cluster, Operator: op, ProjectDir: projectDir, Tasks: tasks, OnCheck: progress})
 	require.NoError(t, err)
 	if !bench {
 		t.Logf("%6.2fs done (write round trip %s)", time.Since(start).Seconds(), rep.WriteLatency)
@@ -261,6 +267,12 @@ var mutants = []struct {
 	{"test-service-not-fetched", "lab-6.2", []string{"4.1"}},
 	{"test-secret-spec-pending", "lab-6.2", []string{"2.1"}},
 	{"test-service-eventually-true", "lab-6.2", []string{"4.1"}},
+	{"test-finalizer-skipped", "lab-6.2", []string{"3.2"}},
+	{"test-notfound-result-only", "lab-6.2", []string{"3.1"}},
+	// Cheats: specs that tell labctl's runs apart by their environment,
+	// not by what the controller does.
+	{"test-fails-on-mutant-variable", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1", "5.1"}},
+	{"test-fails-unlike-first-run", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1"}},
 }
 
 // diagnoses: for some mutants, what the headline of a failed task must
@@ -275,10 +287,14 @@ var diagnoses = map[string]struct{ task, says string }{
 	"reconcile-duration-as-summary": {"2.5", "database_reconcile_duration_seconds is a summary, not a histogram"},
 	"transition-printed":            {"1.3", "comes from the Database controller's reconcile logger"},
 	// Which behaviour went untested, not only that a mutant survived.
-	"test-secret-only-if-found":    {"2.1", "never creates the Secret"},
-	"test-phase-without-ready":     {"1.1", "reports status.ready=true"},
-	"test-secret-spec-pending":     {"2.1", "never creates the Secret"},
-	"test-service-eventually-true": {"4.1", "never creates the Service"},
+	"test-secret-only-if-found":     {"2.1", "never creates the Secret"},
+	"test-phase-without-ready":      {"1.1", "reports status.ready=true"},
+	"test-secret-spec-pending":      {"2.1", "never creates the Secret"},
+	"test-service-eventually-true":  {"4.1", "never creates the Service"},
+	"test-finalizer-skipped":        {"3.2", "never adds its finalizer"},
+	"test-notfound-result-only":     {"3.1", "returns an error when the Database it is asked to reconcile does not exist"},
+	"test-fails-on-mutant-variable": {"5.1", "is not run by a grader's mutant"},
+	"test-fails-unlike-first-run":   {"3.2", "when run again beside its mutants"},
 }
 
 // warnings: for some mutants and course variants, the tasks that pass with a warning (a bug
@@ -325,8 +341,10 @@ var courseVariants = []struct{ name, lab string }{
 	{"course-unit-tests", "lab-6.2"},
 }
 
-// TestHonesty runs the reference, then every mutant, on the shared cluster
-// (one manager at a time: each deploy replaces the previous one).
+// TestHonesty runs the reference, then every mutant. The subtests are
+// dealt out to lanes (lanes_test.go), each a cluster of its own that runs
+// one manager at a time (each deploy replaces the previous one); the lanes
+// run side by side.
 func TestHonesty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a cluster")
@@ -334,106 +352,87 @@ func TestHonesty(t *testing.T) {
 	// Beside TestHonestyOperatorless, whose go test runs take CPU the
 	// cluster's verifications leave idle (the suite holds under load).
 	t.Parallel()
-	order := []project{{name: ""}, {name: reference.Hello}, {name: reference.Website}}
+	// The references run on the first lane, the shared cluster, which
+	// the command and metrics subtests use as well.
+	first := []subtest{
+		{name: "reference", project: project{name: ""}, run: testReference},
+		{name: "hello-reference", project: project{name: reference.Hello}, run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
+			for _, lab := range []string{"lab-2.4", "lab-3.1"} {
+				rep := verifyOn(t, c, lab, op, dir)
+				require.Empty(t, rep.FailedTasks(), "the Hello World operator must pass every task of %s:\n%s", lab, render(rep))
+			}
+		}},
+		{name: "website-reference", project: project{name: reference.Website}, run: testWebsiteReference},
+	}
+	var rest []subtest
 	for _, v := range courseVariants {
 		if !operatorlessLabs[v.lab] {
-			order = append(order, variantProject(t, "course", v.name, v.lab))
+			rest = append(rest, subtest{name: "course/" + v.name + "/" + v.lab, project: variantProject(t, "course", v.name, v.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
+				assertCourseVariant(t, v.name, v.lab, verifyOn(t, c, v.lab, op, dir))
+			}})
 		}
 	}
 	for _, m := range mutants {
 		if !operatorlessLabs[m.lab] {
-			order = append(order, variantProject(t, "mutants", m.name, m.lab))
+			rest = append(rest, subtest{name: m.name, project: variantProject(t, "mutants", m.name, m.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
+				assertMutant(t, m.name, m.lab, m.fails, verifyOn(t, c, m.lab, op, dir))
+			}})
 		}
 	}
-	// Each subtest's operator is built while the one before it is verified.
-	next := newAhead(order)
-	defer next.stop()
-	t.Run("reference", func(t *testing.T) {
-		dir := next.take(t, project{name: ""})
-		op := deployOperator(t, dir)
-		next.buildNext()
-		// No waitGarbageCollector here: until the collector syncs the new
-		// CRDs, dependents of a deleted Database linger with a dangling
-		// controller reference, which the cleanup checks accept as the
-		// collector's job. That costs this run a few seconds of waiting,
-		// less than waiting for the collector.
-		for _, lab := range []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-6.4", "lab-8.2"} {
-			rep := verify(t, lab, op, dir)
-			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
-		}
-		t.Run("command", testVerifyCommand)
-		t.Run("metrics", func(t *testing.T) { testMetricsScraped(t, op) })
-		// Sources edited after the deploy: verify warns that the running
-		// operator is stale (grade fails it).
-		t.Run("stale", func(t *testing.T) {
-			main := filepath.Join(dir, "cmd", "main.go")
-			f, err := os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
-			require.NoError(t, err)
-			_, err = f.WriteString("\n// edited after the deploy\n")
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
-			rep := verify(t, "lab-8.2", op, dir, "4.1")
-			require.Len(t, rep.Tasks, 1)
-			assert.Equal(t, report.Warn, rep.Tasks[0].Status, render(rep))
-			assert.Contains(t, render(rep), "older sources")
-		})
-	})
-	t.Run("hello-reference", func(t *testing.T) {
-		dir := next.take(t, project{name: reference.Hello})
-		op := deployOperator(t, dir)
-		next.buildNext()
-		for _, lab := range []string{"lab-2.4", "lab-3.1"} {
-			rep := verify(t, lab, op, dir)
-			require.Empty(t, rep.FailedTasks(), "the Hello World operator must pass every task of %s:\n%s", lab, render(rep))
-		}
-	})
-	t.Run("website-reference", func(t *testing.T) {
-		dir := next.take(t, project{name: reference.Website})
-		next.buildNext()
-		rep := verify(t, "lab-1.4", nil, dir)
-		require.Empty(t, rep.FailedTasks(), "the Website CRD must pass every task of lab-1.4:\n%s", render(rep))
+	runLanes(t, deal(first, rest, *lanes))
+}
 
-		// `labctl verify 1.4` needs no operator: it neither looks for one
-		// nor fails for want of one.
-		s, out, _ := iostreams.Test(false)
-		f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{local.ProviderName: env.Provider}}}
-		o := &verifycmd.Options{FindOperator: func(context.Context, *cluster.Cluster, string) (*operator.Operator, error) {
-			t.Error("verify looked for an operator for lab 1.4")
-			return nil, nil
-		}}
-		cmd := verifycmd.NewCommand(f, func(ctx context.Context, got *verifycmd.Options) error {
-			got.FindOperator = o.FindOperator
-			return verifycmd.Run(ctx, got)
-		})
-		cmd.SetArgs([]string{"1.4", "--project", dir, "--name", env.Name, "--provider", local.ProviderName, "-o", "json"})
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		require.NoError(t, cmd.Execute(), out.String())
-		assert.Contains(t, out.String(), "crd-applied")
+// testReference: the reference operator passes every task of the labs it
+// builds, through the command too, and verify tells a stale deploy.
+func testReference(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
+	// No waitGarbageCollector here: until the collector syncs the new
+	// CRDs, dependents of a deleted Database linger with a dangling
+	// controller reference, which the cleanup checks accept as the
+	// collector's job. That costs this run a few seconds of waiting,
+	// less than waiting for the collector.
+	for _, lab := range []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-6.4", "lab-8.2"} {
+		rep := verifyOn(t, c, lab, op, dir)
+		require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
+	}
+	t.Run("command", testVerifyCommand)
+	t.Run("metrics", func(t *testing.T) { testMetricsScraped(t, op) })
+	// Sources edited after the deploy: verify warns that the running
+	// operator is stale (grade fails it).
+	t.Run("stale", func(t *testing.T) {
+		main := filepath.Join(dir, "cmd", "main.go")
+		f, err := os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString("\n// edited after the deploy\n")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		rep := verifyOn(t, c, "lab-8.2", op, dir, "4.1")
+		require.Len(t, rep.Tasks, 1)
+		assert.Equal(t, report.Warn, rep.Tasks[0].Status, render(rep))
+		assert.Contains(t, render(rep), "older sources")
 	})
-	for _, v := range courseVariants {
-		if operatorlessLabs[v.lab] {
-			continue
-		}
-		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
-			p := variantProject(t, "course", v.name, v.lab)
-			dir := next.take(t, p)
-			op := deployIfOperator(t, p, dir)
-			next.buildNext()
-			assertCourseVariant(t, v.name, v.lab, verify(t, v.lab, op, dir))
-		})
-	}
-	for _, m := range mutants {
-		if operatorlessLabs[m.lab] {
-			continue
-		}
-		t.Run(m.name, func(t *testing.T) {
-			p := variantProject(t, "mutants", m.name, m.lab)
-			dir := next.take(t, p)
-			op := deployIfOperator(t, p, dir)
-			next.buildNext()
-			assertMutant(t, m.name, m.lab, m.fails, verify(t, m.lab, op, dir))
-		})
-	}
+}
+
+// testWebsiteReference: the Website CRD passes lab 1.4, which needs no
+// operator: `labctl verify 1.4` neither looks for one nor fails for want
+// of one.
+func testWebsiteReference(t *testing.T, c *testcluster.Cluster, _ *operator.Operator, dir string) {
+	rep := verifyOn(t, c, "lab-1.4", nil, dir)
+	require.Empty(t, rep.FailedTasks(), "the Website CRD must pass every task of lab-1.4:\n%s", render(rep))
+
+	s, out, _ := iostreams.Test(false)
+	f := &cmdutil.Factory{IOStreams: s, Providers: &cluster.Providers{ByName: map[string]cluster.Provider{local.ProviderName: c.Provider}}}
+	o := &verifycmd.Options{FindOperator: func(context.Context, *cluster.Cluster, string) (*operator.Operator, error) {
+		t.Error("verify looked for an operator for lab 1.4")
+		return nil, nil
+	}}
+	cmd := verifycmd.NewCommand(f, func(ctx context.Context, got *verifycmd.Options) error {
+		got.FindOperator = o.FindOperator
+		return verifycmd.Run(ctx, got)
+	})
+	cmd.SetArgs([]string{"1.4", "--project", dir, "--name", c.Name, "--provider", local.ProviderName, "-o", "json"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	require.NoError(t, cmd.Execute(), out.String())
+	assert.Contains(t, out.String(), "crd-applied")
 }
 
 // TestHonestyOperatorless is TestHonesty for the labs that judge a
@@ -444,7 +443,7 @@ func TestHonestyOperatorless(t *testing.T) {
 		t.Skip("needs a cluster")
 	}
 	t.Parallel()
-	const slot = 2
+	slot := 2 * *lanes // after the lanes' pairs of slots
 	t.Run("reference", func(t *testing.T) {
 		dir, err := copyInto("", "", slot)
 		require.NoError(t, err)
@@ -542,16 +541,16 @@ func variantProject(t testing.TB, kind, name, lab string) project {
 	return project{name: projectOf(t, lab), patch: filepath.Join("testdata", kind, name+".patch"), operatorless: operatorlessLabs[lab]}
 }
 
-// deployIfOperator deploys the project when it has an operator (lab 1.4's
-// CRD has none: nil) and its lab needs it running.
-func deployIfOperator(t testing.TB, p project, dir string) *operator.Operator {
+// deployIfOperator deploys the project on c when it has an operator (lab
+// 1.4's CRD has none: nil) and its lab needs it running.
+func deployIfOperator(t testing.TB, c *testcluster.Cluster, p project, dir string) *operator.Operator {
 	t.Helper()
 	ref, err := reference.Lookup(p.name)
 	require.NoError(t, err)
 	if !ref.Operator || p.operatorless {
 		return nil
 	}
-	return deployOperator(t, dir)
+	return deployOn(t, c, dir)
 }
 
 // TestMutantTable checks the table against testdata and the labs: every

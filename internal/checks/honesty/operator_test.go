@@ -27,6 +27,7 @@ import (
 	"github.com/labctl/labctl/internal/kube"
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/reference"
+	"github.com/labctl/labctl/internal/testcluster"
 )
 
 // referenceDir is the reference project of that name in this repository
@@ -197,16 +198,23 @@ func stampPatched(dir, patch string) error {
 	return nil
 }
 
-// deployOperator runs the project as the local cluster's operator,
+// deployOperator runs the project as the shared cluster's operator,
 // replacing the one running before.
 func deployOperator(t testing.TB, dir string) *operator.Operator {
+	t.Helper()
+	return deployOn(t, env, dir)
+}
+
+// deployOn runs the project as c's operator, replacing the one running
+// before.
+func deployOn(t testing.TB, c *testcluster.Cluster, dir string) *operator.Operator {
 	t.Helper()
 	p, err := deploy.LoadProject(dir)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	op, err := deploy.RunLocal(ctx, env.Cluster, p, deploy.LocalOptions{TiedToParent: true})
+	op, err := deploy.RunLocal(ctx, c.Cluster, p, deploy.LocalOptions{TiedToParent: true})
 	require.NoError(t, err)
 	t.Logf("deployed in %s", time.Since(start).Round(time.Millisecond))
 	return op
