@@ -13,6 +13,7 @@ import (
 
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/iostreams"
+	"github.com/labctl/labctl/internal/labs"
 	"github.com/labctl/labctl/internal/report"
 )
 
@@ -38,17 +39,7 @@ func TestGradeLabWithoutOperator(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "website-crd.yaml"), content, 0o644))
 		subs = append(subs, grade.Submission{Student: student, Dir: dir})
 	}
-	work := filepath.Join(root, "work")
-	require.NoError(t, os.MkdirAll(work, 0o755))
-	s, _, stderr := iostreams.Test(false)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	gb, err := grade.Run(ctx, grade.Options{
-		Lab: lab, Submissions: subs, Jobs: 2, Timeout: 2 * time.Minute, OutDir: filepath.Join(root, "out"),
-		Streams: s, Binaries: binaries, WorkDir: work, Version: "v-test",
-	})
-	require.NoError(t, err, stderr.String())
-	requireNothingRunning(t, work)
+	gb := gradeInto(t, root, lab, subs, 2*time.Minute)
 	byStudent := map[string]*report.GradedSubmission{}
 	for _, sub := range gb.Submissions {
 		byStudent[sub.Student] = sub
@@ -61,4 +52,22 @@ func TestGradeLabWithoutOperator(t *testing.T) {
 		assert.Zero(t, ts.Score, "task %s", task)
 	}
 	assert.InDelta(t, 100-20-8, byStudent["no-pattern"].Score, 0.001)
+}
+
+// gradeInto grades subs (two at a time) in a work directory under root,
+// checks that nothing is left running, and returns the gradebook.
+func gradeInto(t *testing.T, root string, lab *labs.Lab, subs []grade.Submission, timeout time.Duration) *report.Gradebook {
+	t.Helper()
+	work := filepath.Join(root, "work")
+	require.NoError(t, os.MkdirAll(work, 0o755))
+	s, _, stderr := iostreams.Test(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout+time.Minute)
+	defer cancel()
+	gb, err := grade.Run(ctx, grade.Options{
+		Lab: lab, Submissions: subs, Jobs: 2, Timeout: timeout, OutDir: filepath.Join(root, "out"),
+		Streams: s, Binaries: binaries, WorkDir: work, Version: "v-test",
+	})
+	require.NoError(t, err, stderr.String())
+	requireNothingRunning(t, work)
+	return gb
 }
