@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -314,9 +315,15 @@ func goHere(ctx context.Context, c gobuild.Command) (string, error) {
 		return "", fmt.Errorf("cannot create a work directory for go: %w", err)
 	}
 	defer os.RemoveAll(work)
+	// Whatever the command leaves running when it ends (a test binary
+	// that died before its suite stopped envtest's etcd and
+	// kube-apiserver) inherited this entry, and is killed by it; what it
+	// leaves on disk (their data directories) is in work, as TMPDIR.
+	mark := "LABCTL_GO_RUN=" + filepath.Base(work)
+	defer proc.KillMarked(mark)
 	cmd := exec.CommandContext(ctx, goBin, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOTMPDIR="+work), c.Env...)
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOTMPDIR="+work, "TMPDIR="+work, mark), c.Env...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if c.Stdout != nil {

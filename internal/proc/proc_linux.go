@@ -317,3 +317,41 @@ func TreeCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
+
+// KillMarked kills (SIGKILL) every process whose environment holds entry
+// (KEY=VALUE), but this one, and returns how many it killed. A command
+// given a fresh entry leaves it to all its descendants, whatever process
+// group or session they moved to: once the command has ended, they are
+// what it left running (envtest's etcd and kube-apiserver, when a test
+// binary dies before its suite stops them).
+func KillMarked(entry string) int {
+	killed := map[int]bool{}
+	// Twice: a process may fork while the first pass reads /proc.
+	for range 2 {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(filepath.Base(d))
+			if err != nil || pid == os.Getpid() || killed[pid] {
+				continue
+			}
+			raw, err := os.ReadFile(filepath.Join(d, "environ"))
+			if err != nil || !hasEntry(raw, entry) {
+				continue
+			}
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed[pid] = true
+			}
+		}
+	}
+	return len(killed)
+}
+
+// hasEntry: environ (NUL-separated) holds entry exactly.
+func hasEntry(environ []byte, entry string) bool {
+	for e := range bytes.SplitSeq(environ, []byte{0}) {
+		if string(e) == entry {
+			return true
+		}
+	}
+	return false
+}
