@@ -351,9 +351,12 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// Beside the mutants, in an order chosen afresh, a control: the same
 	// build with no mutant alive. A test that fails in it fails whatever
 	// the controller does (it changes from run to run, or it looks at its
-	// run rather than at the controller) and can tell no mutant apart.
-	// Two runs at a time: a run is mostly one process (envtest's
-	// kube-apiserver, then the suite) and the machine has two cores.
+	// run rather than at the controller), so its failing tells no mutant
+	// apart: it is left out of what catches one, and the step is judged on
+	// the tests that held. The control runs every test (no fail-fast), so
+	// all of those are known. Two runs at a time: a run is mostly one
+	// process (envtest's kube-apiserver, then the suite) and the machine
+	// has two cores.
 	const control = ""
 	batch := append([]string{control}, p.Mutants...)
 	rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
@@ -365,50 +368,73 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			run, err := build.run(ctx, c, name, failFast)
+			run, err := build.run(ctx, c, name, failFast && name != control)
 			mu.Lock()
 			runs[name] = baselineRun{run, err}
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	newlyFailed := func(run *gobuild.TestRun) []string {
-		return slices.DeleteFunc(slices.Clone(failedNames(run)), func(n string) bool { return slices.Contains(baseFailed, n) })
-	}
-	if ctl := runs[control]; ctl.err != nil {
+	ctl := runs[control]
+	if ctl.err != nil {
 		return testsUnavailable(ctl.err)
-	} else if failed := newlyFailed(ctl.run); len(failed) > 0 {
-		out := fail("the tests fail on the project's own controller when run again beside its mutants (%s): a test whose outcome changes from run to run cannot tell a mutant", logline.Cut(strings.Join(failed, "; "), 300))
-		out.Expected = expected
-		out.Observed = "a run with no mutant alive failed what the baseline passed"
-		return out
 	}
-	var survived []string
+	unsteady := slices.DeleteFunc(slices.Clone(failedNames(ctl.run)), func(n string) bool { return slices.Contains(baseFailed, n) })
+	// held: the tests a mutant failed that passed both at baseline and in
+	// the control.
+	held := func(run *gobuild.TestRun) []string {
+		return slices.DeleteFunc(slices.Clone(failedNames(run)), func(n string) bool {
+			return slices.Contains(baseFailed, n) || slices.Contains(unsteady, n)
+		})
+	}
+	// survived: mutants no test noticed; masked: mutants only unsteady
+	// tests failed with.
+	var survived, masked []string
 	caught := 0
 	for _, m := range mutants {
-		run, err := runs[m.Name].run, runs[m.Name].err
-		if err != nil {
-			return testsUnavailable(err)
+		r := runs[m.Name]
+		if r.err == nil && failFast && len(unsteady) > 0 && len(held(r.run)) == 0 && len(failedNames(r.run)) > 0 {
+			// It stopped at a test the control failed too: what the
+			// tests after it say about the mutant is still unknown.
+			run, err := build.run(ctx, c, m.Name, false)
+			r = baselineRun{run, err}
 		}
-		// Caught: a test the baseline passed fails, and the mutant did
-		// change what the controller did.
-		if len(newlyFailed(run)) > 0 && fired(run, m.Name) {
+		if r.err != nil {
+			return testsUnavailable(r.err)
+		}
+		// Caught: a test that held fails, and the mutant did change what
+		// the controller did.
+		if len(held(r.run)) > 0 && fired(r.run, m.Name) {
 			caught++
 			continue
 		}
-		if !run.Ran() {
+		if !r.run.Ran() {
 			return skip("go test %s runs no test with labctl's mutant %s", strings.Join(pkgs, " "), m.Name)
 		}
 		s := "a controller that " + m.Doc
-		if !fired(run, m.Name) {
+		switch {
+		case !fired(r.run, m.Name):
 			s += " (the tests never made it do that)"
+		case len(failedNames(r.run)) > len(baseFailedIn(r.run, baseFailed)):
+			masked = append(masked, s)
+			continue
 		}
 		survived = append(survived, s)
 	}
-	if len(survived) > 0 {
-		out := fail("the tests pass on %s: nothing they check notices it", strings.Join(survived, "; and on "))
+	if len(survived)+len(masked) > 0 {
+		var why []string
+		if len(survived) > 0 {
+			why = append(why, fmt.Sprintf("the tests pass on %s: nothing they check notices it", strings.Join(survived, "; and on ")))
+		}
+		if len(masked) > 0 {
+			why = append(why, fmt.Sprintf("what fails with %s fails without a mutant too when run again beside its mutants (%s): a test whose outcome changes from run to run cannot tell a mutant", strings.Join(masked, "; or with "), logline.Cut(strings.Join(unsteady, "; "), 300)))
+		}
+		out := fail("%s", strings.Join(why, "; "))
 		out.Expected = expected
 		out.Observed = fmt.Sprintf("%d of %d mutant(s) caught", caught, len(mutants))
+		if len(unsteady) > 0 {
+			out.Observed += "; a run with no mutant alive failed what the baseline passed"
+		}
 		return out
 	}
 	return pass("the tests fail on each of %d mutant(s) of the controller: %s", len(mutants), mutantDocs(mutants))
@@ -423,6 +449,11 @@ type baselineRun struct {
 // clean: the tests ran and every one passed.
 func (b baselineRun) clean() bool {
 	return b.err == nil && len(b.run.BuildFailed) == 0 && len(b.run.Failed) == 0 && b.run.Ran()
+}
+
+// baseFailedIn are the tests run failed that failed at baseline too.
+func baseFailedIn(run *gobuild.TestRun, baseFailed []string) []string {
+	return slices.DeleteFunc(slices.Clone(failedNames(run)), func(n string) bool { return !slices.Contains(baseFailed, n) })
 }
 
 // failedNames are the Ginkgo specs that failed, or else the Go tests.
