@@ -101,7 +101,8 @@ func (a *attempt) run(ctx context.Context, dir, project string, box *sandbox.Box
 
 // load reads the submission's project. A lab without an operator (1.4: a
 // CRD the student writes) has no kubebuilder project to load, build or
-// run: its checks read the files.
+// run: its checks read the files; an operatorless lab (6.2) has one, but
+// nothing of it runs in the cluster.
 func (a *attempt) load(project string) (p *deploy.Project, withOperator bool, err error) {
 	ref, err := reference.Lookup(a.g.o.Lab.Project)
 	if err != nil {
@@ -111,7 +112,9 @@ func (a *attempt) load(project string) (p *deploy.Project, withOperator bool, er
 		return &deploy.Project{Dir: project}, false, nil
 	}
 	p, err = deploy.LoadProject(project)
-	return p, err == nil, err
+	// Lab 6.2 judges the project's own tests: its manager is neither
+	// built nor run.
+	return p, err == nil && !a.g.o.Lab.Operatorless, err
 }
 
 // startCluster starts a fresh cluster of the submission's own: different

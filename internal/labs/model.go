@@ -44,6 +44,11 @@ type Lab struct {
 	// Database operator, hello for the Hello World operator, website for
 	// lab 1.4's CRD, which has no operator (internal/reference).
 	Project string `json:"project,omitempty"`
+	// Operatorless says the lab judges the project's files and its own
+	// tests, not a running operator (lab 6.2: the student's envtest suite):
+	// up, verify and grade neither build nor deploy the operator for it.
+	// +optional
+	Operatorless bool `json:"operatorless,omitempty"`
 	// Kinds maps the short names used in refs (database) to
 	// group/version/Kind (database.example.com/v1/Database), on top of the
 	// built-in ones (statefulset, service, secret, ...).

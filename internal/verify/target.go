@@ -34,6 +34,10 @@ type Request struct {
 	WorkDir string
 	// Find finds the operator; nil means FindOperatorFor(Reference.Name).
 	Find Finder
+	// Operatorless is a lab that judges no running operator (lab 6.2, the
+	// student's own tests: labs.Lab.Operatorless). A running one still
+	// tells where its project is.
+	Operatorless bool
 }
 
 // Target is what a lab is verified against.
@@ -68,6 +72,13 @@ func Resolve(ctx context.Context, r Request) (*Target, error) {
 		find = FindOperatorFor(r.Reference.Name)
 	}
 	switch {
+	case r.Reference.Operator && r.Operatorless:
+		if t.Project == "" {
+			// Nothing is judged of it, so a cluster without one is no error.
+			if op, err := find(ctx, r.Cluster, ""); err == nil && op != nil {
+				t.Project = existingDir(op.ProjectDir)
+			}
+		}
 	case r.Reference.Operator:
 		op, err := find(ctx, r.Cluster, r.Project)
 		if err != nil {
@@ -84,15 +95,24 @@ func Resolve(ctx context.Context, r Request) (*Target, error) {
 		// (website-crd.yaml) are in the current directory, if anywhere.
 		t.Project = r.WorkDir
 	}
-	if t.Project == "" && t.Operator != nil && t.Operator.ProjectDir != "" {
-		if st, err := os.Stat(t.Operator.ProjectDir); err == nil && st.IsDir() {
-			t.Project = t.Operator.ProjectDir
-		}
+	if t.Project == "" && t.Operator != nil {
+		t.Project = existingDir(t.Operator.ProjectDir)
 	}
 	if t.Project == "" && r.WorkDir != "" && IsProject(r.WorkDir) {
 		t.Project = r.WorkDir
 	}
 	return t, nil
+}
+
+// existingDir is dir when it is a directory that exists, else "".
+func existingDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
+	}
+	return dir
 }
 
 // FindOperatorFor finds the operator under test of a lab built on the

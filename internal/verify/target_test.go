@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,6 +68,27 @@ func TestResolveWithoutOperator(t *testing.T) {
 	assert.Equal(t, wd, got.Project)
 	assert.Nil(t, got.Operator)
 	assert.NoError(t, CheckProject(wd, website), "lab 1.4's files need no kubebuilder project")
+}
+
+// An operatorless lab (6.2) takes no operator, and a cluster with none is
+// no error; a running one still tells where its project is.
+func TestResolveOperatorless(t *testing.T) {
+	postgres, err := reference.Lookup(reference.Postgres)
+	require.NoError(t, err)
+	opDir, wd := project(t), project(t)
+	ctx := context.Background()
+
+	got, err := Resolve(ctx, Request{Reference: postgres, Operatorless: true, WorkDir: wd, Find: running(&operator.Operator{ProjectDir: opDir})})
+	require.NoError(t, err)
+	assert.Nil(t, got.Operator, "no operator is judged")
+	assert.Equal(t, opDir, got.Project, "the operator's own project before the current directory")
+
+	none := func(context.Context, *cluster.Cluster, string) (*operator.Operator, error) {
+		return nil, errors.New("no operator is running")
+	}
+	got, err = Resolve(ctx, Request{Reference: postgres, Operatorless: true, WorkDir: wd, Find: none})
+	require.NoError(t, err)
+	assert.Equal(t, wd, got.Project)
 }
 
 // The operator of another reference project is named, so verify can say

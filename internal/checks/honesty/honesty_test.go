@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -366,14 +367,14 @@ func TestHonesty(t *testing.T) {
 	}
 	var rest []subtest
 	for _, v := range courseVariants {
-		if !operatorlessLabs[v.lab] {
+		if !operatorless(v.lab) {
 			rest = append(rest, subtest{name: "course/" + v.name + "/" + v.lab, project: variantProject(t, "course", v.name, v.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
 				assertCourseVariant(t, v.name, v.lab, verifyOn(t, c, v.lab, op, dir))
 			}})
 		}
 	}
 	for _, m := range mutants {
-		if !operatorlessLabs[m.lab] {
+		if !operatorless(m.lab) {
 			rest = append(rest, subtest{name: m.name, project: variantProject(t, "mutants", m.name, m.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
 				assertMutant(t, m.name, m.lab, m.fails, verifyOn(t, c, m.lab, op, dir))
 			}})
@@ -447,13 +448,13 @@ func TestHonestyOperatorless(t *testing.T) {
 	t.Run("reference", func(t *testing.T) {
 		dir, err := copyInto("", "", slot)
 		require.NoError(t, err)
-		for lab := range operatorlessLabs {
+		for _, lab := range operatorlessLabs() {
 			rep := verify(t, lab, nil, dir)
 			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
 		}
 	})
 	for _, v := range courseVariants {
-		if !operatorlessLabs[v.lab] {
+		if !operatorless(v.lab) {
 			continue
 		}
 		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
@@ -464,7 +465,7 @@ func TestHonestyOperatorless(t *testing.T) {
 		})
 	}
 	for _, m := range mutants {
-		if !operatorlessLabs[m.lab] {
+		if !operatorless(m.lab) {
 			continue
 		}
 		t.Run(m.name, func(t *testing.T) {
@@ -531,14 +532,39 @@ func projectOf(t testing.TB, labID string) string {
 	return lab.Project
 }
 
-// operatorlessLabs judge a project's files and its own tests, not a
-// running operator.
-var operatorlessLabs = map[string]bool{"lab-6.2": true}
+// allLabs are labctl's labs, read once.
+var allLabs = sync.OnceValues(func() ([]*labs.Lab, error) { return labs.Load(labsfs.FS) })
+
+// operatorless: the lab judges a project's files and its own tests, not
+// a running operator (labs.Lab.Operatorless).
+func operatorless(lab string) bool {
+	all, err := allLabs()
+	if err != nil {
+		panic(err)
+	}
+	l, ok := labs.Find(all, lab)
+	return ok && l.Operatorless
+}
+
+// operatorlessLabs are the labs operatorless says so of.
+func operatorlessLabs() []string {
+	all, err := allLabs()
+	if err != nil {
+		panic(err)
+	}
+	var out []string
+	for _, l := range all {
+		if l.Operatorless {
+			out = append(out, l.ID)
+		}
+	}
+	return out
+}
 
 // variantProject is the project of a course variant or a mutant (kind:
 // the testdata folder).
 func variantProject(t testing.TB, kind, name, lab string) project {
-	return project{name: projectOf(t, lab), patch: filepath.Join("testdata", kind, name+".patch"), operatorless: operatorlessLabs[lab]}
+	return project{name: projectOf(t, lab), patch: filepath.Join("testdata", kind, name+".patch"), operatorless: operatorless(lab)}
 }
 
 // deployIfOperator deploys the project on c when it has an operator (lab

@@ -177,7 +177,7 @@ func (o *Options) projectToDeploy() (dir string, withOperator bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	if !ref.Operator {
+	if !ref.Operator || lab.Operatorless {
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "%s needs no operator: none is deployed.\n", lab.ID)
 		return "", false, nil
 	}

@@ -36,6 +36,12 @@ func TestProjectToDeployFollowsTheLab(t *testing.T) {
 	assert.Empty(t, dir)
 	assert.Contains(t, errOut.String(), "lab-1.4 needs no operator")
 
+	dir, deploy, err = (&Options{f: f, Lab: "6.2"}).projectToDeploy()
+	require.NoError(t, err)
+	assert.False(t, deploy, "lab 6.2 runs the student's tests, not the operator")
+	assert.Empty(t, dir)
+	assert.Contains(t, errOut.String(), "lab-6.2 needs no operator")
+
 	_, _, err = (&Options{f: f, Lab: "9.9"}).projectToDeploy()
 	assert.Equal(t, userr.ExitUsage, userr.Code(err))
 }

@@ -226,7 +226,7 @@ func (o *Options) locate(ctx context.Context, p *plan) (*cluster.Cluster, *labve
 	}
 	runguard.CleanStaleNamespaces(ctx, c)
 	wd, _ := os.Getwd()
-	target, err := labverify.Resolve(ctx, labverify.Request{Cluster: c, Reference: p.ref, Project: p.project, WorkDir: wd, Find: o.FindOperator})
+	target, err := labverify.Resolve(ctx, labverify.Request{Cluster: c, Reference: p.ref, Project: p.project, WorkDir: wd, Find: o.FindOperator, Operatorless: p.lab.Operatorless})
 	if err != nil {
 		return nil, nil, err
 	}
