@@ -75,10 +75,11 @@ func (g BoxedGo) run(ctx context.Context, t *toolchain, c gobuild.Command) (stde
 	spec.Nice = g.Nice
 	gocache := filepath.Join(box.Home(), ".cache", "go-build")
 	if t.GOCACHE != "" && fileExists(t.GOCACHE) && sandbox.OverlaySupported() {
-		ov, dst, err := box.GoCache(t.GOCACHE)
+		ov, dst, release, err := box.GoCache(t.GOCACHE)
 		if err != nil {
 			return "", err
 		}
+		defer release()
 		spec.Overlays = append(spec.Overlays, ov)
 		gocache = dst
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/labctl/labctl/internal/cgroup"
 	"github.com/labctl/labctl/internal/filecopy"
@@ -37,13 +38,18 @@ func UIDFor(key string) int {
 //
 //	src/      the private copy of the submission, owned by root, read-only to the sandbox
 //	home/     the sandbox's HOME and scratch, owned by the sandbox's uid
-//	gocache/  the upper layer of its Go build cache (see GoCache)
+//	gocache/  the upper layer of its Go build cache (see GoCache); gocache-N/
+//	          more, for commands that run at once
 type Box struct {
 	Root string
 	UID  int
 	GID  int
 	// Hide is what every spec of this box hides (see Spec.Hide).
 	Hide []string
+
+	mu     sync.Mutex
+	layers []string // GoCache's layers not in use
+	made   int      // GoCache's layers made so far
 }
 
 // Src is the private copy of the submission.
@@ -90,30 +96,63 @@ func (b *Box) Spec(dir string, env []string, extra ...Bind) *Spec {
 
 // GoCache returns an overlay that shares the grader's Go build cache
 // (lower, read-only: the sandbox cannot poison it) with writes going to
-// the box, and the GOCACHE path inside the sandbox. The upper layer
-// holds the cache's 256 directories, owned by the sandbox, so the go
-// command can add entries.
-func (b *Box) GoCache(lower string) (Overlay, string, error) {
-	upper, work := filepath.Join(b.Root, "gocache", "upper"), filepath.Join(b.Root, "gocache", "work")
+// the box, the GOCACHE path inside the sandbox, and release, to call once
+// the command that mounts it has ended. Each upper layer holds the
+// cache's 256 directories, owned by the sandbox, so the go command can add
+// entries. Commands of one box that run at once (a lab's test runs, two at
+// a time) get layers of their own: overlayfs mounts must not share an
+// upper or work directory (a second mount then fails, or sees the first's
+// work directory vanish). One after another, they reuse a layer, and what
+// the one before compiled.
+func (b *Box) GoCache(lower string) (ov Overlay, dst string, release func(), err error) {
+	layer, err := b.takeLayer()
+	if err != nil {
+		return Overlay{}, "", nil, err
+	}
+	release = func() {
+		b.mu.Lock()
+		b.layers = append(b.layers, layer)
+		b.mu.Unlock()
+	}
+	dst = filepath.Join(b.Home(), ".cache", "go-build")
+	return Overlay{Lower: lower, Upper: filepath.Join(layer, "upper"), Work: filepath.Join(layer, "work"), Dst: dst}, dst, release, nil
+}
+
+// takeLayer is a free layer of GoCache's, made when none is.
+func (b *Box) takeLayer() (string, error) {
+	b.mu.Lock()
+	if n := len(b.layers); n > 0 {
+		layer := b.layers[n-1]
+		b.layers = b.layers[:n-1]
+		b.mu.Unlock()
+		return layer, nil
+	}
+	b.made++
+	// The first layer keeps the path layers had before there were several.
+	layer := filepath.Join(b.Root, "gocache")
+	if b.made > 1 {
+		layer = filepath.Join(b.Root, fmt.Sprintf("gocache-%d", b.made))
+	}
+	b.mu.Unlock()
+	upper, work := filepath.Join(layer, "upper"), filepath.Join(layer, "work")
 	for _, d := range []string{upper, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return Overlay{}, "", err
+			return "", err
 		}
 	}
 	for i := 0; i < 256; i++ {
 		d := filepath.Join(upper, fmt.Sprintf("%02x", i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return Overlay{}, "", err
+			return "", err
 		}
 		if err := os.Chown(d, b.UID, b.GID); err != nil {
-			return Overlay{}, "", err
+			return "", err
 		}
 	}
 	if err := os.Chown(upper, b.UID, b.GID); err != nil {
-		return Overlay{}, "", err
+		return "", err
 	}
-	dst := filepath.Join(b.Home(), ".cache", "go-build")
-	return Overlay{Lower: lower, Upper: upper, Work: work, Dst: dst}, dst, nil
+	return layer, nil
 }
 
 // Remove deletes the box (files the sandbox created included).

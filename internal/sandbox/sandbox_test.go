@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,7 +119,7 @@ func BenchmarkSandboxSetup(b *testing.B) {
 		if err := sandbox.CopyTree(context.Background(), "../../operator", box.Src(), sandbox.CopyLimits{Bytes: 1 << 30}); err != nil {
 			b.Fatal(err)
 		}
-		ov, _, err := box.GoCache(b.TempDir())
+		ov, _, release, err := box.GoCache(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -131,6 +132,7 @@ func BenchmarkSandboxSetup(b *testing.B) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
 		}
+		release()
 	}
 }
 
@@ -170,4 +172,57 @@ cat /proc/self/mountinfo; echo x > /dev/null && echo devnull-ok; (echo x > /etc/
 	assert.Contains(t, got, "devnull-ok")
 	assert.Contains(t, got, "etc-readonly")
 	assert.Contains(t, got, "usr-ok")
+}
+
+// Commands of one box that run at once each mount the Go cache overlay on
+// a layer of their own (a shared upper or work directory breaks the
+// second mount); one after another, they reuse a layer and see what the
+// one before wrote.
+func TestGoCacheLayersForCommandsAtOnce(t *testing.T) {
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip(sup.Reason)
+	}
+	if !sandbox.OverlaySupported() {
+		t.Skip("no overlayfs here")
+	}
+	root := t.TempDir()
+	box, err := sandbox.NewBox(filepath.Join(root, "box"), sandbox.UIDFor(root), nil)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(box.Src(), 0o755))
+	lower := filepath.Join(root, "cache")
+	require.NoError(t, os.MkdirAll(lower, 0o755))
+	run := func(script string) (string, error) {
+		ov, dst, release, err := box.GoCache(lower)
+		if err != nil {
+			return "", err
+		}
+		defer release()
+		spec := box.Spec(box.Src(), []string{"PATH=/usr/bin:/bin", "C=" + dst})
+		spec.Overlays = append(spec.Overlays, ov)
+		cmd, err := spec.Command([]string{"/bin/sh", "-c", script}, nil)
+		if err != nil {
+			return "", err
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			out, err := run(`echo x > "$C/00/entry" && sleep 0.2 && cat "$C/00/entry"`)
+			if err != nil {
+				errs[i] = fmt.Errorf("%w: %s", err, out)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		assert.NoError(t, err)
+	}
+	out, err := run(`cat "$C/00/entry"`)
+	require.NoError(t, err, out)
+	assert.Equal(t, "x\n", out, "a later command sees what one before it wrote")
+	layers, _ := filepath.Glob(filepath.Join(box.Root, "gocache*"))
+	assert.LessOrEqual(t, len(layers), len(errs))
 }
