@@ -375,6 +375,15 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 		})
 	}
 	wg.Wait()
+	// A run that ran no test at all (its suite could not set up: envtest
+	// slow to start on a loaded machine) says nothing of its mutant: it
+	// runs once more, alone.
+	for _, name := range batch {
+		if r := runs[name]; r.err == nil && !r.run.Ran() {
+			run, err := build.run(ctx, c, name, failFast && name != control)
+			runs[name] = baselineRun{run, err}
+		}
+	}
 	ctl := runs[control]
 	if ctl.err != nil {
 		return testsUnavailable(ctl.err)
