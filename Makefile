@@ -9,8 +9,8 @@ LDFLAGS   := -X main.version=$(VERSION)
 # Control-plane binaries for integration tests: built once by labctl itself
 # into $XDG_CACHE_HOME/labctl/controlplane and reused.
 # A package's own limit, a guard against a hang: the honesty suite is the
-# longest package (its mutants and lab 6.2's own-tests runs on two
-# clusters side by side), and CI stops everything at 90 minutes.
+# longest package (its mutants on two clusters side by side, beside lab
+# 6.2's own-tests runs), and CI stops everything at 90 minutes.
 TEST_TIMEOUT ?= 75m
 
 .PHONY: all build generate dist cross test unit integration operator-test lint bench stability demo controlplane controlplane-pins kind-e2e clean

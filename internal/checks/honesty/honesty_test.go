@@ -350,6 +350,9 @@ func TestHonesty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a cluster")
 	}
+	// Beside TestHonestyOperatorless, whose go test runs take CPU the
+	// cluster's verifications leave idle (the suite holds under load).
+	t.Parallel()
 	// The references run on the first lane, the shared cluster, which
 	// the command and metrics subtests use as well.
 	first := []subtest{
@@ -362,38 +365,21 @@ func TestHonesty(t *testing.T) {
 		}},
 		{name: "website-reference", project: project{name: reference.Website}, run: testWebsiteReference},
 	}
-	// The operatorless labs' subtests (lab 6.2: the project's own tests,
-	// run against mutants) take CPU where the others mostly wait on an
-	// operator's progress: they are spread evenly through the rest, so
-	// each lane has its share of both.
 	var rest []subtest
-	own := []subtest{{name: "reference-tests", project: project{operatorless: true}, run: func(t *testing.T, c *testcluster.Cluster, _ *operator.Operator, dir string) {
-		for _, lab := range operatorlessLabs() {
-			rep := verifyOn(t, c, lab, nil, dir)
-			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
-		}
-	}}}
 	for _, v := range courseVariants {
-		st := subtest{name: "course/" + v.name + "/" + v.lab, project: variantProject(t, "course", v.name, v.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
-			assertCourseVariant(t, v.name, v.lab, verifyOn(t, c, v.lab, op, dir))
-		}}
-		if st.project.operatorless {
-			own = append(own, st)
-		} else {
-			rest = append(rest, st)
+		if !operatorless(v.lab) {
+			rest = append(rest, subtest{name: "course/" + v.name + "/" + v.lab, project: variantProject(t, "course", v.name, v.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
+				assertCourseVariant(t, v.name, v.lab, verifyOn(t, c, v.lab, op, dir))
+			}})
 		}
 	}
 	for _, m := range mutants {
-		st := subtest{name: m.name, project: variantProject(t, "mutants", m.name, m.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
-			assertMutant(t, m.name, m.lab, m.fails, verifyOn(t, c, m.lab, op, dir))
-		}}
-		if st.project.operatorless {
-			own = append(own, st)
-		} else {
-			rest = append(rest, st)
+		if !operatorless(m.lab) {
+			rest = append(rest, subtest{name: m.name, project: variantProject(t, "mutants", m.name, m.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
+				assertMutant(t, m.name, m.lab, m.fails, verifyOn(t, c, m.lab, op, dir))
+			}})
 		}
 	}
-	rest = spread(rest, own)
 	runLanes(t, deal(first, rest, *lanes))
 }
 
@@ -448,6 +434,47 @@ func testWebsiteReference(t *testing.T, c *testcluster.Cluster, _ *operator.Oper
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	require.NoError(t, cmd.Execute(), out.String())
 	assert.Contains(t, out.String(), "crd-applied")
+}
+
+// TestHonestyOperatorless is TestHonesty for the labs that judge a
+// project's files and its own tests (lab 6.2): no operator is built or
+// deployed, and it runs beside TestHonesty, in a slot of its own.
+func TestHonestyOperatorless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a cluster")
+	}
+	t.Parallel()
+	slot := 2 * *lanes // after the lanes' pairs of slots
+	t.Run("reference", func(t *testing.T) {
+		dir, err := copyInto("", "", slot)
+		require.NoError(t, err)
+		for _, lab := range operatorlessLabs() {
+			rep := verify(t, lab, nil, dir)
+			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
+		}
+	})
+	for _, v := range courseVariants {
+		if !operatorless(v.lab) {
+			continue
+		}
+		t.Run("course/"+v.name+"/"+v.lab, func(t *testing.T) {
+			p := variantProject(t, "course", v.name, v.lab)
+			dir, err := copyInto(p.name, p.patch, slot)
+			require.NoError(t, err)
+			assertCourseVariant(t, v.name, v.lab, verify(t, v.lab, nil, dir))
+		})
+	}
+	for _, m := range mutants {
+		if !operatorless(m.lab) {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			p := variantProject(t, "mutants", m.name, m.lab)
+			dir, err := copyInto(p.name, p.patch, slot)
+			require.NoError(t, err)
+			assertMutant(t, m.name, m.lab, m.fails, verify(t, m.lab, nil, dir))
+		})
+	}
 }
 
 // assertCourseVariant: the course's approach passes every task of its lab

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/labctl/labctl/internal/operator"
 	"github.com/labctl/labctl/internal/testcluster"
 )
@@ -40,25 +38,6 @@ func deal(first, rest []subtest, n int) [][]subtest {
 	for i, st := range rest {
 		l := (i + 1) % n
 		out[l] = append(out[l], st)
-	}
-	return out
-}
-
-// spread places the subtests of b evenly among those of a, in order: a
-// lane dealt a run of them gets its share of each kind.
-func spread(a, b []subtest) []subtest {
-	out := make([]subtest, 0, len(a)+len(b))
-	every := float64(len(a)+len(b)) / float64(max(len(b), 1))
-	next := every / 2
-	for i, j := 0, 0; i < len(a) || j < len(b); {
-		if j < len(b) && (i == len(a) || float64(len(out)) >= next) {
-			out = append(out, b[j])
-			j++
-			next += every
-			continue
-		}
-		out = append(out, a[i])
-		i++
 	}
 	return out
 }
@@ -107,23 +86,4 @@ func runLane(t *testing.T, c *testcluster.Cluster, i int, lane []subtest) {
 			st.run(t, c, op, dir)
 		})
 	}
-}
-
-// spread keeps both orders and leaves no long run of either kind.
-func TestSpreadPlacesEvenly(t *testing.T) {
-	named := func(prefix string, n int) []subtest {
-		out := make([]subtest, n)
-		for i := range out {
-			out[i].name = fmt.Sprintf("%s%d", prefix, i)
-		}
-		return out
-	}
-	got := spread(named("a", 10), named("b", 3))
-	var names []string
-	for _, st := range got {
-		names = append(names, st.name)
-	}
-	assert.Equal(t, []string{"a0", "a1", "a2", "b0", "a3", "a4", "a5", "b1", "a6", "a7", "a8", "b2", "a9"}, names)
-	assert.Len(t, spread(named("a", 2), nil), 2)
-	assert.Len(t, spread(nil, named("b", 2)), 2)
 }
