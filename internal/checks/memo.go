@@ -65,3 +65,37 @@ func (r *run) recall(key string) (any, bool) {
 	e.once.Do(func() {}) // entries are made by once, which computes them
 	return e.v, true
 }
+
+// sharedControl is a control run one step makes for the steps after it.
+type sharedControl struct {
+	once sync.Once
+	done chan struct{}
+	run  baselineRun
+	ok   bool
+}
+
+// control returns the control run shared under key, and whether the
+// caller is the first to ask: then it runs the control, keeps it if it
+// can be used, and settles (whatever happened) so that the others stop
+// waiting.
+func (r *run) control(key string) (shared *sharedControl, ours bool) {
+	shared = r.once(key, func() any {
+		ours = true
+		return &sharedControl{done: make(chan struct{})}
+	}).(*sharedControl)
+	return shared, ours
+}
+
+func (s *sharedControl) keep(b baselineRun) {
+	s.run, s.ok = b, true
+	s.settle()
+}
+
+func (s *sharedControl) settle() { s.once.Do(func() { close(s.done) }) }
+
+// wait returns the control once the step that runs it has settled, and
+// whether it ran.
+func (s *sharedControl) wait() (baselineRun, bool) {
+	<-s.done
+	return s.run, s.ok
+}

@@ -354,11 +354,21 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// run rather than at the controller), so its failing tells no mutant
 	// apart: it is left out of what catches one, and the step is judged on
 	// the tests that held. The control runs every test (no fail-fast), so
-	// all of those are known. Two runs at a time: a run is mostly one
-	// process (envtest's kube-apiserver, then the suite) and the machine
-	// has two cores.
+	// all of those are known. One control serves every step of a
+	// verification that tests the same build: the first such step runs it
+	// among its mutants, the others read it (a run is the costly part of
+	// the lab). Two runs at a time: a run is mostly one process (envtest's
+	// kube-apiserver, then the suite) and the machine has two cores.
 	const control = ""
-	batch := append([]string{control}, p.Mutants...)
+	shared, ours := c.run.control("tests-catch control " + pkgKey + " " + rel + " " + reconciler)
+	batch := slices.Clone(p.Mutants)
+	if ours {
+		defer shared.settle()
+		batch = append(batch, control)
+	} else if _, ok := shared.wait(); !ok {
+		// The step that ran it could not: this one runs its own.
+		batch = append(batch, control)
+	}
 	rand.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
 	runs := map[string]baselineRun{}
 	var mu sync.Mutex
@@ -384,7 +394,12 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 			runs[name] = baselineRun{run, err}
 		}
 	}
-	ctl := runs[control]
+	ctl, ran := runs[control]
+	if !ran {
+		ctl, _ = shared.wait()
+	} else if ours && ctl.err == nil && ctl.run.Ran() {
+		shared.keep(ctl)
+	}
 	if ctl.err != nil {
 		return testsUnavailable(ctl.err)
 	}

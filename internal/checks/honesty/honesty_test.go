@@ -78,7 +78,7 @@ func verifyOn(t testing.TB, c *testcluster.Cluster, labID string, op *operator.O
 	t.Helper()
 	lab := loadLab(t, labID)
 	// Every step has its own timeout; this only stops a run that hangs.
-	// Lab 6.2 runs the project's tests nine times (minutes, loaded).
+	// Lab 6.2 runs the project's tests ten times (minutes, loaded).
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
