@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,9 +30,56 @@ func init() {
 type goTestParams struct {
 	// Packages are go test's package patterns (default ./...).
 	Packages []string `json:"packages,omitempty"`
+	// CourseMistake is a failure the course's own files make: it warns
+	// instead of failing, and only when nothing else fails.
+	CourseMistake *courseMistake `json:"courseMistake,omitempty"`
 }
 
-func (p *goTestParams) Validate() error { return nil }
+// courseMistake is a spec the course gives students that fails through
+// no fault of theirs (catalogue §5): kubebuilder's scaffold spec creates
+// a Database with an empty spec, which the validation of lab 3.2 rejects.
+type courseMistake struct {
+	// Specs end the Ginkgo names of the course's specs.
+	Specs []string `json:"specs"`
+	// Output is a regular expression for what a failed test prints when
+	// the course's mistake is why it failed.
+	Output string `json:"output"`
+	// Why says what the mistake is and how to fix it.
+	Why string `json:"why"`
+}
+
+func (p *goTestParams) Validate() error {
+	if m := p.CourseMistake; m != nil {
+		if len(m.Specs) == 0 || m.Output == "" || m.Why == "" {
+			return errors.New("courseMistake needs specs, output and why")
+		}
+		if _, err := regexp.Compile(m.Output); err != nil {
+			return fmt.Errorf("courseMistake output: %w", err)
+		}
+	}
+	return nil
+}
+
+// excuses tells whether every failure of run is the course's mistake:
+// only the course's specs failed, and each failed test printed its
+// signature.
+func (m *courseMistake) excuses(run *gobuild.TestRun) bool {
+	if m == nil || len(run.FailedSpecs) == 0 || len(run.BuildFailed) > 0 {
+		return false
+	}
+	for _, spec := range run.FailedSpecs {
+		if !slices.ContainsFunc(m.Specs, func(s string) bool { return strings.HasSuffix(spec, s) }) {
+			return false
+		}
+	}
+	signature := regexp.MustCompile(m.Output) // Validate compiled it
+	for _, name := range run.Failed {
+		if !slices.ContainsFunc(run.Output[name], signature.MatchString) {
+			return false
+		}
+	}
+	return true
+}
 
 func (p *goTestParams) packages() []string {
 	if len(p.Packages) == 0 {
@@ -202,7 +250,12 @@ func runGoTest(ctx context.Context, c *Context, p *goTestParams) Outcome {
 		return out
 	}
 	if len(run.Failed) > 0 {
-		return testsFailed(run, expected)
+		out := testsFailed(run, expected)
+		if p.CourseMistake.excuses(run) {
+			out.Status = report.Warn
+			out.Message = fmt.Sprintf("only the course's own spec fails (%s): %s", logline.Cut(strings.Join(run.FailedSpecs, "; "), 300), p.CourseMistake.Why)
+		}
+		return out
 	}
 	if !run.Ran() {
 		out := fail("go test %s runs no test: write them in *_test.go files of those packages", strings.Join(pkgs, " "))

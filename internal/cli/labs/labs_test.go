@@ -38,6 +38,7 @@ func TestList(t *testing.T) {
 		"4\tlab-4.2\tImplementing Finalizers\tpostgres\t4\t100\n"+
 		"4\tlab-4.3\tSetting Up Watches and Indexes\tpostgres\t6\t100\n"+
 		"4\tlab-4.4\tMulti-Phase Reconciliation\tpostgres\t4\t100\n"+
+		"6\tlab-6.1\tSetting Up Testing Environment\tpostgres\t5\t100\n"+
 		"6\tlab-6.2\tWriting Unit Tests\tpostgres\t6\t100\n"+
 		"6\tlab-6.4\tAdding Observability\tpostgres\t6\t100\n"+
 		"8\tlab-8.2\tComposing Operators\tpostgres\t13\t100\n", out)
