@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -274,6 +275,15 @@ var mutants = []struct {
 	// not by what the controller does.
 	{"test-fails-on-mutant-variable", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1", "5.1"}},
 	{"test-fails-unlike-first-run", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1"}},
+	// Lab 6.1: the suite without the project's CRDs; the scaffold spec
+	// failing for the student's own reason, or beside a spec of theirs
+	// that fails; coverage.out that is not a profile of the controller.
+	{"suite-crds-from-config-crd", "lab-6.1", []string{"4.1"}},
+	{"scaffold-spec-size-in-gb", "lab-6.1", []string{"4.1"}},
+	{"scaffold-spec-beside-failing-spec", "lab-6.1", []string{"4.1"}},
+	{"coverage-of-api-package", "lab-6.1", []string{"4.2"}},
+	{"coverage-go-test-output", "lab-6.1", []string{"4.2"}},
+	{"coverage-html-report", "lab-6.1", []string{"4.2"}},
 }
 
 // diagnoses: for some mutants, what the headline of a failed task must
@@ -296,6 +306,10 @@ var diagnoses = map[string]struct{ task, says string }{
 	"test-notfound-result-only":     {"3.1", "returns an error when the Database it is asked to reconcile does not exist"},
 	"test-fails-on-mutant-variable": {"5.1", "is not run by a grader's mutant"},
 	"test-fails-unlike-first-run":   {"3.2", "when run again beside its mutants"},
+	// What the API said, not only that a test failed.
+	"suite-crds-from-config-crd": {"4.1", "the project's own tests fail"},
+	"coverage-go-test-output":    {"4.2", "is not a Go cover profile"},
+	"coverage-of-api-package":    {"4.2", "has no statement of github.com/example/postgres-operator/internal/controller"},
 }
 
 // warnings: for some mutants and course variants, the tasks that pass with a warning (a bug
@@ -303,7 +317,8 @@ var diagnoses = map[string]struct{ task, says string }{
 var warnings = map[string][]string{
 	"missing-field-index": {"5.1"},
 	// The lab's own marker line: its trailing comment loses patch.
-	"course-observability": {"3.1"},
+	"course-observability":  {"3.1"},
+	"course-scaffold-tests": {"4.1"},
 }
 
 // courseVariants are the reference changed to behave as the course's own
@@ -340,6 +355,9 @@ var courseVariants = []struct{ name, lab string }{
 	{"course-observability", "lab-6.4"},
 	// The lab's own tests, calling Reconcile one phase at a time.
 	{"course-unit-tests", "lab-6.2"},
+	// The scaffold's tests, whose empty spec lab 3.2's validation rejects
+	// (the course's mistake: 4.1 warns).
+	{"course-scaffold-tests", "lab-6.1"},
 }
 
 // TestHonesty runs the reference, then every mutant. The subtests are
@@ -449,7 +467,8 @@ func TestHonestyOperatorless(t *testing.T) {
 		dir, err := copyInto("", "", slot)
 		require.NoError(t, err)
 		for _, lab := range operatorlessLabs() {
-			rep := verify(t, lab, nil, dir)
+			studentCommands(t, lab, dir)
+			rep := verify(t, lab, nil, dir, judgedTasks(t, lab)...)
 			require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
 		}
 	})
@@ -461,7 +480,8 @@ func TestHonestyOperatorless(t *testing.T) {
 			p := variantProject(t, "course", v.name, v.lab)
 			dir, err := copyInto(p.name, p.patch, slot)
 			require.NoError(t, err)
-			assertCourseVariant(t, v.name, v.lab, verify(t, v.lab, nil, dir))
+			studentCommands(t, v.lab, dir)
+			assertCourseVariant(t, v.name, v.lab, verify(t, v.lab, nil, dir, judgedTasks(t, v.lab)...))
 		})
 	}
 	for _, m := range mutants {
@@ -472,7 +492,8 @@ func TestHonestyOperatorless(t *testing.T) {
 			p := variantProject(t, "mutants", m.name, m.lab)
 			dir, err := copyInto(p.name, p.patch, slot)
 			require.NoError(t, err)
-			assertMutant(t, m.name, m.lab, m.fails, verify(t, m.lab, nil, dir))
+			studentCommands(t, m.lab, dir)
+			assertMutant(t, m.name, m.lab, m.fails, verify(t, m.lab, nil, dir, judgedTasks(t, m.lab)...))
 		})
 	}
 }
@@ -601,7 +622,11 @@ func TestMutantTable(t *testing.T) {
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
 	for _, l := range all {
+		machine := machineTasks(l)
 		for _, task := range l.Tasks {
+			if slices.Contains(machine, task.ID) {
+				continue // checks.TestTool
+			}
 			assert.True(t, covered[l.ID+" "+task.ID], "no mutant fails task %s of %s", task.ID, l.ID)
 		}
 	}
@@ -648,4 +673,67 @@ func testVerifyCommand(t *testing.T) {
 	err = cmd.Execute()
 	assert.Equal(t, userr.ExitChecks, userr.Code(err))
 	assert.Contains(t, errOut.String(), "the operator running is postgres-operator, but lab-2.4 builds on hello-world-operator: run `labctl up --lab lab-2.4`")
+}
+
+// machineTasks are a lab's tasks that only ask for tools on the student's
+// machine (every step of theirs is a tool check: lab 6.1's ginkgo,
+// setup-envtest, dlv). What this machine happens to have installed says
+// nothing of labctl's checks, so the honesty suite leaves them out;
+// checks.TestTool proves that the tool check passes and fails.
+func machineTasks(lab *labs.Lab) []string {
+	other := map[string]bool{}
+	tool := map[string]bool{}
+	for _, sc := range lab.Scenarios {
+		for _, st := range sc.Steps {
+			for _, id := range st.Tasks {
+				if st.Check != nil && st.Check.Name == "tool" {
+					tool[id] = true
+				} else {
+					other[id] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for _, task := range lab.Tasks {
+		if tool[task.ID] && !other[task.ID] {
+			out = append(out, task.ID)
+		}
+	}
+	return out
+}
+
+// judgedTasks are the tasks of a lab the honesty suite verifies: all but
+// its machineTasks (nil: every task).
+func judgedTasks(t testing.TB, labID string) []string {
+	lab := loadLab(t, labID)
+	machine := machineTasks(lab)
+	if len(machine) == 0 {
+		return nil
+	}
+	var out []string
+	for _, task := range lab.Tasks {
+		if !slices.Contains(machine, task.ID) {
+			out = append(out, task.ID)
+		}
+	}
+	return out
+}
+
+// studentCommands runs in a project what a lab's text has the student run
+// to leave a file behind, unless the project already has that file (a
+// mutant's wrong one). Lab 6.1 writes coverage.out; -run '^$' leaves the
+// specs to the go-test step, which runs them anyway.
+func studentCommands(t testing.TB, labID, dir string) {
+	t.Helper()
+	if labID != "lab-6.1" {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(dir, "coverage.out")); err == nil {
+		return
+	}
+	cmd := exec.Command("go", "test", "-count=1", "-run", "^$", "-coverprofile=coverage.out", "./internal/controller/...")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go test -coverprofile=coverage.out in %s: %s", dir, out)
 }
