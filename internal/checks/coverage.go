@@ -1,7 +1,6 @@
 package checks
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,10 +10,10 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/tools/cover"
 )
 
 func init() {
@@ -114,88 +113,35 @@ func readSubmitted(path string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
-// coverProfile is what a Go cover profile says, per source file: its
-// statements, and those that ran. A block named twice (go test writes
-// one per test binary when several cover the same file) counts once,
-// covered if any run covered it.
+// coverProfile is what a Go cover profile says (golang.org/x/tools/cover
+// reads it, merging a block written twice by several test binaries).
 type coverProfile struct {
-	files map[string]map[string]coverBlock
+	files []*cover.Profile
 }
 
-type coverBlock struct {
-	stmts   int
-	covered bool
-}
-
-// parseCoverProfile reads the format go test -coverprofile writes:
-// "mode: set|count|atomic", then "file:line.col,line.col stmts count".
+// parseCoverProfile reads what go test -coverprofile writes.
 func parseCoverProfile(raw []byte) (*coverProfile, error) {
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	if !sc.Scan() {
+	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, fmt.Errorf("it is empty")
 	}
-	mode, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "mode: ")
-	if !ok || (mode != "set" && mode != "count" && mode != "atomic") {
-		return nil, fmt.Errorf("its first line is not mode: set, count or atomic")
-	}
-	prof := &coverProfile{files: map[string]map[string]coverBlock{}}
-	for n := 2; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		file, block, stmts, count, err := parseCoverLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", n, err)
-		}
-		blocks := prof.files[file]
-		if blocks == nil {
-			blocks = map[string]coverBlock{}
-			prof.files[file] = blocks
-		}
-		b := blocks[block]
-		b.stmts = stmts
-		b.covered = b.covered || count > 0
-		blocks[block] = b
-	}
-	if err := sc.Err(); err != nil {
+	files, err := cover.ParseProfilesFromReader(bytes.NewReader(raw))
+	if err != nil {
 		return nil, err
 	}
-	return prof, nil
-}
-
-// parseCoverLine splits "file:1.2,3.4 5 6".
-func parseCoverLine(line string) (file, block string, stmts, count int, err error) {
-	colon := strings.LastIndex(line, ":")
-	if colon <= 0 {
-		return "", "", 0, 0, fmt.Errorf("no file:position")
-	}
-	file = line[:colon]
-	fields := strings.Fields(line[colon+1:])
-	if len(fields) != 3 || !strings.Contains(fields[0], ",") {
-		return "", "", 0, 0, fmt.Errorf("not start,end statements count")
-	}
-	if stmts, err = strconv.Atoi(fields[1]); err == nil {
-		count, err = strconv.Atoi(fields[2])
-	}
-	if err != nil || stmts < 0 || count < 0 {
-		return "", "", 0, 0, fmt.Errorf("statements and count are not numbers")
-	}
-	return file, fields[0], stmts, count, nil
+	return &coverProfile{files: files}, nil
 }
 
 // of counts the statements of the package at importPath (its files, not
 // its sub-packages') and those that ran.
 func (p *coverProfile) of(importPath string) (stmts, covered int) {
-	for file, blocks := range p.files {
-		if path.Dir(file) != importPath {
+	for _, f := range p.files {
+		if path.Dir(f.FileName) != importPath {
 			continue
 		}
-		for _, b := range blocks {
-			stmts += b.stmts
-			if b.covered {
-				covered += b.stmts
+		for _, b := range f.Blocks {
+			stmts += b.NumStmt
+			if b.Count > 0 {
+				covered += b.NumStmt
 			}
 		}
 	}
@@ -204,11 +150,9 @@ func (p *coverProfile) of(importPath string) (stmts, covered int) {
 
 // packages are the import paths the profile names, sorted.
 func (p *coverProfile) packages() []string {
-	seen := map[string]bool{}
 	var out []string
-	for file := range p.files {
-		if d := path.Dir(file); !seen[d] {
-			seen[d] = true
+	for _, f := range p.files {
+		if d := path.Dir(f.FileName); !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
