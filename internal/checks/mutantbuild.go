@@ -25,6 +25,9 @@ type mutantBuild struct {
 	read   []string
 	// failed: the tests do not compile with labctl's wrappers.
 	failed *gobuild.TestRun
+	// key names the build among the run's memos (its baseline, its
+	// control).
+	key string
 	// skip and err: no build (the controller has no package labctl can
 	// instrument; labctl could not build).
 	skip string
@@ -34,9 +37,9 @@ type mutantBuild struct {
 // buildMutants instruments the controller package and compiles the
 // tests against it, once per run.
 func buildMutants(ctx context.Context, c *Context, pkgs []string, rel, reconciler string) *mutantBuild {
-	key := "tests-catch build " + c.ProjectDir() + " " + strings.Join(pkgs, " ") + " " + rel + " " + reconciler
-	return c.run.once(key, func() any {
-		b := &mutantBuild{}
+	key := c.ProjectDir() + " " + strings.Join(pkgs, " ") + " " + rel + " " + reconciler
+	return c.run.once("tests-catch build "+key, func() any {
+		b := &mutantBuild{key: key}
 		cp := controlplane.Installed()
 		if cp == nil {
 			b.err = errNoAssets
@@ -70,10 +73,22 @@ func buildMutants(ctx context.Context, c *Context, pkgs []string, rel, reconcile
 		ctx, cancel := context.WithTimeout(ctx, testLimit(ctx, c))
 		defer cancel()
 		base := gobuild.Command{Dir: c.ProjectDir(), Read: []string{cp.Dir, b.assets, work}, Write: []string{binDir}}
+		// Without -cover: go's cover tool reads the files on disk, not the
+		// overlay's (it would build the student's own controller, no
+		// mutant in it).
 		b.bins, b.failed, err = gobuild.CompileTests(ctx, c.goRunner(), base, pkgs, []string{"-overlay=" + overlay}, binDir)
 		b.err = testRunError(ctx, err, testLimit(ctx, c))
 		return b
 	}).(*mutantBuild)
+}
+
+// baseline is the build's run with no mutant alive, made once per run:
+// by go-test, or by the first tests-catch step that needs it.
+func (b *mutantBuild) baseline(ctx context.Context, c *Context) baselineRun {
+	return c.run.once("tests-catch baseline "+b.key, func() any {
+		run, err := b.run(ctx, c, "", false)
+		return baselineRun{run, err}
+	}).(baselineRun)
 }
 
 // run runs the compiled tests with a mutant alive ("" for none), one

@@ -23,7 +23,7 @@ import (
 func init() {
 	Register(Typed(Definition{
 		Name: "go-test",
-		Doc:  "the project's own tests pass (go test, with labctl's kube-apiserver and etcd as the envtest binaries); the specs that ran and the coverage are reported",
+		Doc:  "the project's own tests pass (go test, with labctl's kube-apiserver and etcd as the envtest binaries); the specs that ran and the coverage are reported (not when the build is shared with tests-catch)",
 	}, runGoTest))
 }
 
@@ -33,6 +33,17 @@ type goTestParams struct {
 	// CourseMistake is a failure the course's own files make: it warns
 	// instead of failing, and only when nothing else fails.
 	CourseMistake *courseMistake `json:"courseMistake,omitempty"`
+	// Reconciler names the reconciler whose mutants the lab's tests-catch
+	// steps run (for tests-catch, default DatabaseReconciler). Set on
+	// go-test, the tests are compiled once, with labctl's wrappers in the
+	// controller package (no mutant alive), and go-test and every
+	// tests-catch step run that one build: a build of controller-runtime's
+	// tests is the costliest part of the lab. That build has no coverage
+	// (see buildMutants).
+	Reconciler string `json:"reconciler,omitempty"`
+	// Controller is the directory of the controller package, relative to
+	// the project (default internal/controller).
+	Controller string `json:"controller,omitempty"`
 }
 
 // courseMistake is a spec the course gives students that fails through
@@ -79,6 +90,19 @@ func (m *courseMistake) excuses(run *gobuild.TestRun) bool {
 		}
 	}
 	return true
+}
+
+// target is the controller package's directory and the reconciler that
+// labctl's mutants act on.
+func (p *goTestParams) target() (rel, reconciler string) {
+	rel, reconciler = p.Controller, p.Reconciler
+	if rel == "" {
+		rel = filepath.Join("internal", "controller")
+	}
+	if reconciler == "" {
+		reconciler = "DatabaseReconciler"
+	}
+	return rel, reconciler
 }
 
 func (p *goTestParams) packages() []string {
@@ -165,6 +189,24 @@ func goTest(ctx context.Context, c *Context, pkgs []string) (*gobuild.TestRun, e
 	return run, nil
 }
 
+// testInstrumented runs the project's tests from the build that the
+// tests-catch steps run, with no mutant alive: what go test -cover would
+// say, from one build instead of two. It is false when that build cannot
+// serve (labctl cannot instrument the controller; the tests do not
+// compile with its wrappers; no package has tests): go test then runs the
+// tests as they are and says in its own words what is wrong.
+func testInstrumented(ctx context.Context, c *Context, p *goTestParams) (baselineRun, bool) {
+	rel, reconciler := p.target()
+	build := buildMutants(ctx, c, p.packages(), rel, reconciler)
+	switch {
+	case build.err != nil:
+		return baselineRun{err: build.err}, true
+	case build.skip != "" || build.failed != nil || len(build.bins) == 0:
+		return baselineRun{}, false
+	}
+	return build.baseline(ctx, c), true
+}
+
 // goRunner runs the check's go commands: in the submission's box when
 // grading, else here.
 func (c *Context) goRunner() GoRunner {
@@ -237,6 +279,11 @@ func runGoTest(ctx context.Context, c *Context, p *goTestParams) Outcome {
 	expected := "go test " + strings.Join(pkgs, " ") + " passes, with at least one test"
 	start := time.Now()
 	b := c.run.once("go-test "+c.ProjectDir()+" "+strings.Join(pkgs, " "), func() any {
+		if p.Reconciler != "" {
+			if b, ok := testInstrumented(ctx, c, p); ok {
+				return b
+			}
+		}
 		run, err := goTest(ctx, c, pkgs)
 		return baselineRun{run, err}
 	}).(baselineRun)
@@ -266,8 +313,11 @@ func runGoTest(ctx context.Context, c *Context, p *goTestParams) Outcome {
 	if run.Specs > 0 {
 		msg = fmt.Sprintf("%d Ginkgo spec(s) in %d test(s) passed", run.Specs, len(run.Passed))
 	}
-	if run.Coverage >= 0 {
+	switch {
+	case run.Coverage >= 0:
 		msg += fmt.Sprintf(", coverage %.1f%% of statements", run.Coverage)
+	case p.Reconciler != "":
+		msg += ", coverage not measured (they ran from labctl's build with its mutants, which go's cover tool cannot instrument; go test -cover reports it)"
 	}
 	return pass("%s (%s)", msg, roundDur(time.Since(start)))
 }

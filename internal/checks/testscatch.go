@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,12 +22,8 @@ func init() {
 }
 
 type testsCatchParams struct {
+	// goTestParams: the packages, the controller and the reconciler.
 	goTestParams
-	// Controller is the directory of the controller package, relative to
-	// the project (default internal/controller).
-	Controller string `json:"controller,omitempty"`
-	// Reconciler is the reconciler's type (default DatabaseReconciler).
-	Reconciler string `json:"reconciler,omitempty"`
 	// Mutants must each make a test fail (testmutant.Catalogue).
 	Mutants []string `json:"mutants"`
 }
@@ -55,14 +50,7 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// The step's timeout bounds every run it makes together.
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	rel := p.Controller
-	if rel == "" {
-		rel = filepath.Join("internal", "controller")
-	}
-	reconciler := p.Reconciler
-	if reconciler == "" {
-		reconciler = "DatabaseReconciler"
-	}
+	rel, reconciler := p.target()
 	pkgs := p.packages()
 	build := buildMutants(ctx, c, pkgs, rel, reconciler)
 	switch {
@@ -91,16 +79,13 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// mutant (the course's scaffold test, a flaky spec): a mutant is caught
 	// by a test that passed at baseline and fails with it. When the go-test
 	// step already ran these tests and all passed, that is the baseline;
-	// otherwise the instrumented build runs with no mutant alive.
-	pkgKey := dir + " " + strings.Join(pkgs, " ")
+	// otherwise the instrumented build runs with no mutant alive (go-test
+	// may have run it already).
 	var baseFailed []string
-	v, ok := c.run.recall("go-test " + pkgKey)
+	v, ok := c.run.recall("go-test " + dir + " " + strings.Join(pkgs, " "))
 	failFast := ok && v.(baselineRun).clean()
 	if !failFast {
-		base := c.run.once("tests-catch baseline "+pkgKey+" "+rel+" "+reconciler, func() any {
-			run, err := build.run(ctx, c, "", false)
-			return baselineRun{run, err}
-		}).(baselineRun)
+		base := build.baseline(ctx, c)
 		switch {
 		case base.err != nil:
 			return testsUnavailable(base.err)
@@ -121,7 +106,7 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// the lab). Two runs at a time: a run is mostly one process (envtest's
 	// kube-apiserver, then the suite) and the machine has two cores.
 	const control = ""
-	shared, ours := c.run.control("tests-catch control " + pkgKey + " " + rel + " " + reconciler)
+	shared, ours := c.run.control("tests-catch control " + build.key)
 	batch := slices.Clone(p.Mutants)
 	if ours {
 		defer shared.settle()
