@@ -262,6 +262,7 @@ var mutants = []struct {
 	// lab-6.2: the lab's tests (course-unit-tests) with one thing a student
 	// leaves out. The tests that fail gate every task behind them.
 	{"tests-scaffold-empty-spec", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1", "5.1"}},
+	{"test-size-as-quantity", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1", "5.1"}},
 	{"test-phase-without-ready", "lab-6.2", []string{"1.1"}},
 	{"test-secret-only-if-found", "lab-6.2", []string{"2.1"}},
 	{"test-notfound-error-only", "lab-6.2", []string{"3.1"}},
