@@ -32,6 +32,10 @@ type Definition struct {
 	Doc string
 	// Namespaced checks drive or read the run's namespace.
 	Namespaced bool
+	// OwnMachine checks read the machine verify runs on (a tool the
+	// student installed there): a grader's machine, or a Classroom
+	// runner, is not the student's, so ForGrading leaves their tasks out.
+	OwnMachine bool
 	// Params returns a pointer to a fresh parameter struct; the YAML's
 	// `with` is decoded into it strictly. Nil: the check takes none. If the
 	// struct has a `Validate() error` method it is called. Typed sets it

@@ -16,8 +16,9 @@ import (
 
 func init() {
 	Register(Typed(Definition{
-		Name: "tool",
-		Doc:  "a command-line tool the lab installs answers on this machine (its version command succeeds); skipped when grading, where the student's machine is not there",
+		Name:       "tool",
+		Doc:        "a command-line tool the lab installs answers on this machine (its version command succeeds); not graded: a grader's machine is not the student's",
+		OwnMachine: true,
 	}, runTool))
 }
 

@@ -164,6 +164,9 @@ func (o *Options) complete() error {
 	if err := checks.Validate(o.Lab); err != nil {
 		return err
 	}
+	// The grader's machine is not the student's: what only that machine
+	// could show (the tools a lab installs) is not graded.
+	o.Lab = checks.ForGrading(o.Lab)
 	for _, s := range o.Submissions {
 		if err := ValidStudent(s.Student); err != nil {
 			return userr.Usage(err.Error(), "fix the roster")

@@ -623,7 +623,7 @@ func TestMutantTable(t *testing.T) {
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
 	for _, l := range all {
-		machine := machineTasks(l)
+		machine := checks.MachineTasks(l)
 		for _, task := range l.Tasks {
 			if slices.Contains(machine, task.ID) {
 				continue // checks.TestTool
@@ -676,39 +676,13 @@ func testVerifyCommand(t *testing.T) {
 	assert.Contains(t, errOut.String(), "the operator running is postgres-operator, but lab-2.4 builds on hello-world-operator: run `labctl up --lab lab-2.4`")
 }
 
-// machineTasks are a lab's tasks that only ask for tools on the student's
-// machine (every step of theirs is a tool check: lab 6.1's ginkgo,
-// setup-envtest, dlv). What this machine happens to have installed says
-// nothing of labctl's checks, so the honesty suite leaves them out;
-// checks.TestTool proves that the tool check passes and fails.
-func machineTasks(lab *labs.Lab) []string {
-	other := map[string]bool{}
-	tool := map[string]bool{}
-	for _, sc := range lab.Scenarios {
-		for _, st := range sc.Steps {
-			for _, id := range st.Tasks {
-				if st.Check != nil && st.Check.Name == "tool" {
-					tool[id] = true
-				} else {
-					other[id] = true
-				}
-			}
-		}
-	}
-	var out []string
-	for _, task := range lab.Tasks {
-		if tool[task.ID] && !other[task.ID] {
-			out = append(out, task.ID)
-		}
-	}
-	return out
-}
-
 // judgedTasks are the tasks of a lab the honesty suite verifies: all but
-// its machineTasks (nil: every task).
+// its checks.MachineTasks, since what this machine happens to have
+// installed says nothing of labctl's checks (checks.TestTool tests those;
+// nil: every task).
 func judgedTasks(t testing.TB, labID string) []string {
 	lab := loadLab(t, labID)
-	machine := machineTasks(lab)
+	machine := checks.MachineTasks(lab)
 	if len(machine) == 0 {
 		return nil
 	}

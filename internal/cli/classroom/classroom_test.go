@@ -145,3 +145,31 @@ func TestInitReadsTheFactorysCatalogue(t *testing.T) {
 	require.Contains(t, string(wf), "labctl verify lab-0.1 ")
 	require.Contains(t, out.String(), "lab-0.1")
 }
+
+// A runner is not the student's machine: lab 6.1's tools (ginkgo,
+// setup-envtest, dlv, installed where the student works) get no test, and
+// their points are not in the assignment's total.
+func TestInitLeavesOutTheStudentsMachine(t *testing.T) {
+	dir := t.TempDir()
+	s, _, _ := iostreams.Test(false)
+	o := &classroomcmd.Options{Streams: s, Labs: embeddedLabs, BuiltVersion: "v0.4.0", Lab: "6.1", Provider: "local", Dir: dir}
+	require.NoError(t, classroomcmd.Run(context.Background(), o))
+	raw, err := os.ReadFile(filepath.Join(dir, ".github", "workflows", "classroom.yml"))
+	require.NoError(t, err)
+	wf := string(raw)
+	for _, task := range []string{"4.1", "4.2"} {
+		require.Contains(t, wf, classroom.TaskRunner(task))
+	}
+	for _, task := range []string{"1.1", "1.2", "1.3"} {
+		require.NotContains(t, wf, classroom.TaskRunner(task))
+	}
+
+	s, out, _ := iostreams.Test(false)
+	cmd := classroomcmd.NewCommand(&cmdutil.Factory{IOStreams: s, Version: "v0.4.0"}, nil)
+	cmd.SetArgs([]string{"fail", "lab-6.1", "--reason", "go test does not build"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	require.Equal(t, userr.ExitChecks, userr.Code(cmd.Execute()))
+	runners, err := classroom.ReadOutputs(out.String())
+	require.NoError(t, err)
+	require.Len(t, runners, 2, "one per graded task")
+}

@@ -174,6 +174,10 @@ func (o *Options) plan() (*plan, error) {
 	if lab, _, err = policy.ApplyFile(o.Policy, lab); err != nil {
 		return nil, err
 	}
+	if o.Output == classroom.Format {
+		// In a Classroom runner, which is not the student's machine.
+		lab = checks.ForGrading(lab)
+	}
 	if o.Credit == "" {
 		o.Credit = string(grade.CreditTasks)
 	}
