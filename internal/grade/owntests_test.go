@@ -2,6 +2,7 @@ package grade_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -52,4 +53,48 @@ func TestGradeOwnTestsInTheBox(t *testing.T) {
 func reportJSON(r *report.Report) string {
 	raw, _ := json.MarshalIndent(r, "", "  ")
 	return string(raw)
+}
+
+// TestGradeLab61InTheBox grades lab 6.1 as an instructor would: the
+// students' tests run in each submission's box, the coverage.out they
+// committed is read, and the tools they installed on their own machines
+// (Ginkgo, setup-envtest, Delve) are not graded: the grader's machine is
+// not theirs, so those tasks are not in the total either. The
+// course's scaffold tests fail through the course's own mistake (the
+// empty spec that lab 3.2's validation rejects): that costs nothing.
+func TestGradeLab61InTheBox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two envtest suites")
+	}
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip("no sandbox on this machine: " + sup.Reason)
+	}
+	const course = "internal/checks/honesty/testdata/course/course-scaffold-tests.patch"
+	lab := loadLab(t, "lab-6.1")
+	root := t.TempDir()
+	subs := materialize(t, filepath.Join(root, "class"), []fixture{
+		{Student: "course", Patches: []string{course}},
+		{Student: "no-profile", Patches: []string{course}},
+	}, true)
+	// What go test -coverprofile=coverage.out ./internal/controller/...
+	// writes, in short.
+	profile := "mode: set\ngithub.com/example/postgres-operator/internal/controller/database_controller.go:60.1,62.2 2 1\n" +
+		"github.com/example/postgres-operator/internal/controller/database_controller.go:63.1,65.2 3 0\n"
+	require.NoError(t, os.WriteFile(filepath.Join(subs[0].Dir, "coverage.out"), []byte(profile), 0o644))
+	gb := gradeInto(t, root, lab, subs, 10*time.Minute)
+	withProfile, _ := gb.Submission("course")
+	without, _ := gb.Submission("no-profile")
+	require.NotNil(t, withProfile)
+	require.NotNil(t, without)
+	require.Equal(t, report.OutcomeGraded, withProfile.Outcome, withProfile.Message)
+	assert.InDelta(t, 70, gb.MaxPoints, 0.001, "tasks 4.1 and 4.2; not the tools")
+	for _, task := range gb.Tasks {
+		assert.NotContains(t, []string{"1.1", "1.2", "1.3"}, task.ID, "a tool on the student's machine is not a column")
+	}
+	assert.InDelta(t, gb.MaxPoints, withProfile.Score, 0.001, "the course's scaffold tests and a profile: %+v\n%s", withProfile.Tasks, reportJSON(withProfile.Report))
+	require.Equal(t, report.OutcomeGraded, without.Outcome, without.Message)
+	ts, _ := without.Task("4.2")
+	assert.Zero(t, ts.Score, "no coverage.out earns nothing for task 4.2")
+	ts, _ = without.Task("4.1")
+	assert.NotZero(t, ts.Score, "the tests ran as well as the other's")
 }
