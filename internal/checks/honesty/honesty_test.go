@@ -62,10 +62,10 @@ func TestMain(m *testing.M) {
 
 func loadLab(t testing.TB, labID string) *labs.Lab {
 	t.Helper()
-	all, err := labs.Load(labsfs.FS)
+	all, err := allLabs()
 	require.NoError(t, err)
 	lab, ok := labs.Find(all, labID)
-	require.True(t, ok)
+	require.True(t, ok, labID)
 	return lab
 }
 
@@ -547,11 +547,7 @@ func assertWarnings(t *testing.T, name string, rep *report.Report) {
 // projectOf is the reference project a lab builds on.
 func projectOf(t testing.TB, labID string) string {
 	t.Helper()
-	all, err := labs.Load(labsfs.FS)
-	require.NoError(t, err)
-	lab, ok := labs.Find(all, labID)
-	require.True(t, ok, labID)
-	return lab.Project
+	return loadLab(t, labID).Project
 }
 
 // allLabs are labctl's labs, read once.
@@ -620,7 +616,7 @@ func TestMutantTable(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, names, table, "testdata/mutants and the table differ")
-	all, err := labs.Load(labsfs.FS)
+	all, err := allLabs()
 	require.NoError(t, err)
 	for _, l := range all {
 		machine := checks.MachineTasks(l)
