@@ -4,10 +4,14 @@ package kind
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/labctl/labctl/internal/cluster"
 	"github.com/labctl/labctl/internal/engine"
@@ -80,7 +84,7 @@ func (p *Provider) create(ctx context.Context, e *engine.Engine, api API, s *ios
 			fmt.Sprintf("the next `labctl up` deletes the half-made cluster and creates it again (or `labctl down --provider kind --name %s` removes it)", name))
 	}
 	if err != nil {
-		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("kind could not create cluster %q: %s", name, oneLine(err)),
+		return userr.Wrap(err, userr.ExitFailure, fmt.Sprintf("kind could not create cluster %q: %s%s", name, oneLine(err), commandSaid(err)),
 			fmt.Sprintf("run with -v for kind's output; `%s ps -a` shows its containers; then `labctl up` again", e.Name))
 	}
 	st.Creating = false
@@ -106,4 +110,19 @@ func (p *Provider) mountDir(name string, f *engine.Facts) (string, error) {
 		root = filepath.Join(home, "labctl", "kind")
 	}
 	return filepath.Join(root, name), nil
+}
+
+// commandSaid is the last line a command kind ran printed before it
+// failed (the engine's own reason, e.g. runc's), for the one-line error:
+// kind's error says only "exit status 126".
+func commandSaid(err error) string {
+	var re *kindexec.RunError
+	if !errors.As(err, &re) {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(re.Output)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return ": " + last
+	}
+	return ""
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 	"sigs.k8s.io/yaml"
 
 	"github.com/labctl/labctl/internal/cli/cmdutil"
@@ -698,6 +699,21 @@ func TestUpErrors(t *testing.T) {
 		assert.Contains(t, msg, `kind could not create cluster "lab"`)
 		assert.Contains(t, msg, "port is already allocated")
 		assert.Contains(t, msg, "-v")
+	})
+	t.Run("the engine's own reason", func(t *testing.T) {
+		// kind's error names the command and its exit status; what the
+		// engine printed is in the RunError's output.
+		f := newFixture(t, "podman")
+		f.api.createErr = fmt.Errorf("failed to create cluster: %w", &kindexec.RunError{
+			Command: []string{"podman", "run", "--name", "lab-control-plane"},
+			Output:  []byte("Trying to pull...\nError: runc: runc create failed: unable to start container process: OCI permission denied\n"),
+			Inner:   errors.New("exit status 126"),
+		})
+		_, err := f.up("lab")
+		require.Error(t, err)
+		msg := userr.Message(err)
+		assert.NotContains(t, msg, "\n")
+		assert.Contains(t, msg, "exit status 126: Error: runc: runc create failed: unable to start container process: OCI permission denied")
 	})
 }
 
