@@ -62,7 +62,7 @@ const (
 	// few reconciles, each well under a second, but on a machine whose two
 	// cores are busy (labctl's own make test runs this suite beside other
 	// packages) one reaction took 2.1 s. A controller that only polled (the
-	// course's 10 s requeue) still misses it more often than not.
+	// course's 10 s requeue) still misses it about half the time.
 	reactionTimeout = 5 * time.Second
 	pollInterval    = 50 * time.Millisecond
 	// quietPeriod is how long a spec watches that nothing happens.
