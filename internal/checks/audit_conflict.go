@@ -271,7 +271,8 @@ func countWrites(ops []AuditEvent) (updates, conflicts int) {
 // retry must carry the newest image a conflicted write was setting, or a
 // later one of images. A retry that lost the change may itself conflict
 // (it re-sends the old image), so the newest intended image counts, not the
-// last conflicted body. It describes each retry that did not carry it.
+// last conflicted body. A retry that conflicts again with an older image
+// has lost it as well. It describes each retry that did not carry it.
 func lostChanges(ops []AuditEvent, container string, images []string) []string {
 	imageOf := func(ev AuditEvent) string {
 		if len(ev.RequestObject) == 0 {
@@ -292,6 +293,15 @@ func lostChanges(ops []AuditEvent, container string, images []string) []string {
 		img := imageOf(ev)
 		switch {
 		case ev.Code() == 409:
+			if img != "" && intended != "" && slices.Index(images, img) < slices.Index(images, intended) {
+				// The retry lost the change even if it never landed:
+				// when the writer outlasts all of its attempts, the
+				// reconcile after them re-applies the change, and only
+				// the retries' own bodies show what they dropped.
+				lost = append(lost, fmt.Sprintf("the update that conflicted set image %s, its retry sent %s (and conflicted too)", intended, img))
+				intended = ""
+				continue
+			}
 			if img != "" && (intended == "" || slices.Index(images, img) > slices.Index(images, intended)) {
 				intended = img
 			}

@@ -19,8 +19,9 @@ func update(code int, image string) AuditEvent {
 }
 
 // A retry that re-sends the re-read object loses the change, whether it
-// succeeds at once or conflicts again first (its own body then carries the
-// old image); a retry that re-applies the change, or a newer one, keeps it.
+// succeeds at once, conflicts again first, or conflicts until its attempts
+// run out (its own body carries the old image); a retry that re-applies
+// the change, or a newer one, keeps it.
 func TestLostChanges(t *testing.T) {
 	images := []string{"postgres:15", "postgres:16", "postgres:17"}
 	cases := []struct {
@@ -32,7 +33,9 @@ func TestLostChanges(t *testing.T) {
 		{"retry carries a newer one", []AuditEvent{update(409, "postgres:15"), update(200, "postgres:16")}, 0},
 		{"retry re-sends the old image", []AuditEvent{update(409, "postgres:15"), update(200, "postgres:14")}, 1},
 		{"the lost retry conflicts first", []AuditEvent{update(409, "postgres:15"), update(409, "postgres:14"), update(409, "postgres:14"), update(200, "postgres:14")}, 1},
-		{"a fresh reconcile after retries ran out", []AuditEvent{update(409, "postgres:16"), update(409, "postgres:14"), update(200, "postgres:16"), update(409, "postgres:17"), update(200, "postgres:17")}, 0},
+		{"the lost retries run out and a fresh reconcile lands the change", []AuditEvent{update(409, "postgres:16"), update(409, "postgres:14"), update(409, "postgres:14"), update(200, "postgres:16")}, 1},
+		{"the retries run out carrying the change", []AuditEvent{update(409, "postgres:16"), update(409, "postgres:16"), update(409, "postgres:16"), update(200, "postgres:16"), update(409, "postgres:17"), update(200, "postgres:17")}, 0},
+		{"a fresh reconcile carries a newer image", []AuditEvent{update(409, "postgres:16"), update(409, "postgres:16"), update(409, "postgres:17"), update(200, "postgres:17")}, 0},
 		{"no conflict", []AuditEvent{update(200, "postgres:14"), update(200, "postgres:15")}, 0},
 	}
 	for _, c := range cases {
