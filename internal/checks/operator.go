@@ -322,6 +322,14 @@ func goHere(ctx context.Context, c gobuild.Command) (string, error) {
 	mark := "LABCTL_GO_RUN=" + filepath.Base(work)
 	defer proc.KillMarked(mark)
 	cmd := exec.CommandContext(ctx, goBin, c.Args...)
+	// When ctx ends, go and everything it started go with it (a test
+	// binary under test2json holds the output pipe, and Wait would wait
+	// for it): the step must not outlive its timeout.
+	cmd.Cancel = func() error {
+		proc.KillMarked(mark)
+		return cmd.Process.Kill()
+	}
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = c.Dir
 	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOTMPDIR="+work, "TMPDIR="+work, mark), c.Env...)
 	var stderr bytes.Buffer
