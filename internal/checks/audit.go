@@ -33,6 +33,9 @@ type AuditEvent struct {
 	ObjectRef        *AuditObjectRef `json:"objectRef,omitempty"`
 	ResponseStatus   *struct {
 		Code int `json:"code"`
+		// Message says why a request was refused (an admission
+		// policy's message).
+		Message string `json:"message,omitempty"`
 	} `json:"responseStatus,omitempty"`
 	// RequestObject is the request's body, for the requests the policy
 	// records at level Request (updates of StatefulSets).
@@ -47,6 +50,7 @@ type AuditObjectRef struct {
 	Namespace   string `json:"namespace"`
 	Name        string `json:"name"`
 	APIGroup    string `json:"apiGroup"`
+	APIVersion  string `json:"apiVersion"`
 	Subresource string `json:"subresource"`
 }
 

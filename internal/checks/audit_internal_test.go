@@ -13,8 +13,9 @@ func update(code int, image string) AuditEvent {
 	ev := AuditEvent{Verb: "update", RequestObject: []byte(fmt.Sprintf(
 		`{"apiVersion":"apps/v1","kind":"StatefulSet","spec":{"template":{"spec":{"containers":[{"name":"postgres","image":%q}]}}}}`, image))}
 	ev.ResponseStatus = &struct {
-		Code int `json:"code"`
-	}{code}
+		Code    int    `json:"code"`
+		Message string `json:"message,omitempty"`
+	}{Code: code}
 	return ev
 }
 

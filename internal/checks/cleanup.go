@@ -17,6 +17,13 @@ import (
 	"github.com/labctl/labctl/internal/kube"
 )
 
+// undoAtEnd has cleanup call undo, newest first.
+func (r *run) undoAtEnd(undo func(context.Context) []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.atEnd = append(r.atEnd, undo)
+}
+
 func (r *run) remember(k objectKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -40,6 +47,12 @@ func (r *run) cleanup(ctx context.Context) []string {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()
 	var notes []string
+	r.mu.Lock()
+	atEnd := slices.Clone(r.atEnd)
+	r.mu.Unlock()
+	for i := len(atEnd) - 1; i >= 0; i-- {
+		notes = append(notes, atEnd[i](cctx)...)
+	}
 	r.mu.Lock()
 	created := slices.Clone(r.created)
 	held := slices.Clone(r.held)

@@ -300,6 +300,9 @@ type run struct {
 	// scratch are directories that live as long as the run (test
 	// binaries several steps run).
 	scratch []string
+	// atEnd undo what steps did outside the run's namespace (a Role in the
+	// namespace the project's tests use): cleanup calls them first.
+	atEnd []func(context.Context) []string
 }
 
 type objectKey struct {

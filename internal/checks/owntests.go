@@ -291,27 +291,9 @@ func runGoTest(ctx context.Context, c *Context, p *goTestParams) Outcome {
 	if err != nil {
 		return testsUnavailable(err)
 	}
-	if len(run.BuildFailed) > 0 {
-		out := fail("the tests do not compile: %s", gobuild.FirstErrors(run.BuildOutput, 3))
-		out.Expected, out.Observed = expected, logline.Cut(report.Clean(run.BuildOutput), 1500)
+	msg, out, ok := judgeTestRun(run, pkgs, expected, p.CourseMistake)
+	if !ok {
 		return out
-	}
-	if len(run.Failed) > 0 {
-		out := testsFailed(run, expected)
-		if p.CourseMistake.excuses(run) {
-			out.Status = report.Warn
-			out.Message = fmt.Sprintf("only the course's own spec fails (%s): %s", logline.Cut(strings.Join(run.FailedSpecs, "; "), 300), p.CourseMistake.Why)
-		}
-		return out
-	}
-	if !run.Ran() {
-		out := fail("go test %s runs no test: write them in *_test.go files of those packages", strings.Join(pkgs, " "))
-		out.Expected = expected
-		return out
-	}
-	msg := fmt.Sprintf("%d test(s) passed", len(run.Passed))
-	if run.Specs > 0 {
-		msg = fmt.Sprintf("%d Ginkgo spec(s) in %d test(s) passed", run.Specs, len(run.Passed))
 	}
 	switch {
 	case run.Coverage >= 0:
@@ -320,6 +302,34 @@ func runGoTest(ctx context.Context, c *Context, p *goTestParams) Outcome {
 		msg += ", coverage not measured (they ran from labctl's build with its mutants, which go's cover tool cannot instrument; go test -cover reports it)"
 	}
 	return pass("%s (%s)", msg, roundDur(time.Since(start)))
+}
+
+// judgeTestRun is the verdict on a run of the project's tests: what
+// passed (ok) or the outcome that says what did not.
+func judgeTestRun(run *gobuild.TestRun, pkgs []string, expected string, mistake *courseMistake) (passed string, out Outcome, ok bool) {
+	if len(run.BuildFailed) > 0 {
+		out := fail("the tests do not compile: %s", gobuild.FirstErrors(run.BuildOutput, 3))
+		out.Expected, out.Observed = expected, logline.Cut(report.Clean(run.BuildOutput), 1500)
+		return "", out, false
+	}
+	if len(run.Failed) > 0 {
+		out := testsFailed(run, expected)
+		if mistake.excuses(run) {
+			out.Status = report.Warn
+			out.Message = fmt.Sprintf("only the course's own spec fails (%s): %s", logline.Cut(strings.Join(run.FailedSpecs, "; "), 300), mistake.Why)
+		}
+		return "", out, false
+	}
+	if !run.Ran() {
+		out := fail("go test %s runs no test: write them in *_test.go files of those packages", strings.Join(pkgs, " "))
+		out.Expected = expected
+		return "", out, false
+	}
+	msg := fmt.Sprintf("%d test(s) passed", len(run.Passed))
+	if run.Specs > 0 {
+		msg = fmt.Sprintf("%d Ginkgo spec(s) in %d test(s) passed", run.Specs, len(run.Passed))
+	}
+	return msg, Outcome{}, true
 }
 
 var (

@@ -1,0 +1,408 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/labctl/labctl/internal/labs"
+	"github.com/labctl/labctl/internal/report"
+)
+
+// What the cluster tests catch is judged with mutants of the deployed
+// operator that need no rebuild: an admission policy refuses one kind of
+// the operator's writes (its Service never created, its StatefulSet never
+// scaled, its finalizer never removed), to the operator alone, while the
+// tests run once more. Tests that check what the operator does fail, or
+// wait for it until labctl stops them; tests that check nothing pass.
+
+func init() {
+	Register(Typed(Definition{
+		Name:       "cluster-tests-reach",
+		Namespaced: true,
+		Doc:        "the project's cluster tests reach the API server with the lab's custom type registered in their client: the audit log shows their successful requests about it",
+	}, runClusterTestsReach))
+	Register(Typed(Definition{
+		Name:       "cluster-tests-catch",
+		Namespaced: true,
+		Doc:        "the project's cluster tests fail when the deployed operator is made to skip one of its writes (an admission policy refuses it to the operator alone): tests that pass whatever the operator does test nothing",
+	}, runClusterTestsCatch))
+}
+
+type clusterReachParams struct {
+	clusterTestsParams
+	// Kind is the custom resource the tests' client must know.
+	Kind string `json:"kind"`
+}
+
+func (p *clusterReachParams) Validate() error {
+	if p.Kind == "" {
+		return errors.New("needs kind")
+	}
+	return p.clusterTestsParams.Validate()
+}
+
+// testsRequests are the audit records of what the tests' identity asked
+// about gvr's resource since the baseline started.
+func runClusterTestsReach(ctx context.Context, c *Context, p *clusterReachParams) Outcome {
+	if c.Env().AuditLog == nil {
+		return skip("this cluster has no API audit log labctl can read (an existing cluster?), so the tests' requests cannot be seen")
+	}
+	gvr, err := c.Resolve(labs.Ref{Kind: p.Kind})
+	if err != nil {
+		return errorf("%v", err)
+	}
+	s, b, out, ok := clusterBaseline(ctx, c, &p.clusterTestsParams)
+	if !ok {
+		if s != nil && s.failed != nil {
+			// Charged once, where the suite is run.
+			return skip("the tests do not compile, so whether their client knows %s cannot be told", p.Kind)
+		}
+		return out
+	}
+	evs, err := c.syncAudit(ctx)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	verbs := map[string]int{}
+	for _, ev := range evs {
+		o := ev.ObjectRef
+		if ev.By(s.user) && o != nil && o.Resource == gvr.Resource && o.APIGroup == gvr.Group &&
+			!ev.RequestReceivedTimestamp.Before(b.start) && ev.Code() >= 200 && ev.Code() < 300 {
+			verbs[ev.Verb]++
+		}
+	}
+	out = Outcome{Expected: fmt.Sprintf("requests about %s by the tests' client that the API server answered", gvr.Resource)}
+	if len(verbs) == 0 {
+		out.Status = report.Fail
+		out.Message = fmt.Sprintf("the tests sent no request about %s that succeeded", gvr.Resource)
+		if lines := unregisteredKind(b); lines != "" {
+			out.Message += ": their client does not know the type (" + lines + "); register it with " + gvr.Group + "'s AddToScheme on the scheme the client is built with (client.Options{Scheme: ...})"
+		} else {
+			out.Message += ": build the client from the kubeconfig (config.GetConfig()) with a scheme that has the type, and use it in the specs"
+		}
+		return out
+	}
+	var seen []string
+	for _, v := range slices.Sorted(maps.Keys(verbs)) {
+		seen = append(seen, fmt.Sprintf("%s ×%d", v, verbs[v]))
+	}
+	return pass("the tests' client sent requests about %s and the API server answered them (%s)", gvr.Resource, strings.Join(seen, ", "))
+}
+
+// unregisteredKind is the line of the tests' output where the client
+// refused a type its scheme does not have.
+func unregisteredKind(b suiteRun) string {
+	if b.run == nil {
+		return ""
+	}
+	for _, l := range b.run.Lines {
+		if i := strings.Index(l, "no kind is registered"); i >= 0 {
+			return strings.TrimSpace(l[i:min(len(l), i+160)])
+		}
+	}
+	return ""
+}
+
+type clusterCatchParams struct {
+	clusterTestsParams
+	// Mutants each refuse one kind of the operator's writes.
+	Mutants []operatorMutant `json:"mutants"`
+}
+
+// operatorMutant is a deployed operator that skips one kind of write: an
+// admission policy refuses the operator's Operations on Resource (of
+// APIGroup) when the CEL condition When holds (always when empty).
+type operatorMutant struct {
+	Name string `json:"name"`
+	// Doc ends "an operator that ...".
+	Doc        string   `json:"doc"`
+	APIGroup   string   `json:"apiGroup"`
+	Resource   string   `json:"resource"`
+	Operations []string `json:"operations"`
+	When       string   `json:"when,omitempty"`
+	// Excuse is the course's own test missing this mutant: it warns, and
+	// only when the tests did look.
+	Excuse *mutantExcuse `json:"excuse,omitempty"`
+}
+
+// mutantExcuse: the tests read the object of Resource again after they
+// sent After about it (they meant to check what the operator did with
+// it), yet passed: the course's own check does that (a Get after the
+// Delete whose condition holds whether the object is gone or not).
+type mutantExcuse struct {
+	After string `json:"after"`
+	Why   string `json:"why"`
+}
+
+// excuses tells whether the tests' requests since start (evs) show what
+// the excuse describes: a get of an object of m's resource after their
+// After of that object.
+func (m operatorMutant) excuses(evs []AuditEvent, user string, start time.Time) bool {
+	if m.Excuse == nil {
+		return false
+	}
+	sent := map[string]bool{}
+	for _, ev := range evs {
+		o := ev.ObjectRef
+		if !ev.By(user) || o == nil || o.Resource != m.Resource || o.APIGroup != m.APIGroup || o.Subresource != "" || ev.RequestReceivedTimestamp.Before(start) {
+			continue
+		}
+		key := o.Namespace + "/" + o.Name
+		switch {
+		case ev.Verb == m.Excuse.After && ev.Code() >= 200 && ev.Code() < 300:
+			sent[key] = true
+		case ev.Verb == "get" && sent[key]:
+			return true
+		}
+	}
+	return false
+}
+
+func (p *clusterCatchParams) Validate() error {
+	if len(p.Mutants) == 0 {
+		return errors.New("needs mutants")
+	}
+	for _, m := range p.Mutants {
+		if m.Name == "" || m.Doc == "" || m.Resource == "" || len(m.Operations) == 0 {
+			return fmt.Errorf("mutant %q needs name, doc, resource and operations", m.Name)
+		}
+		if e := m.Excuse; e != nil && (e.After == "" || e.Why == "") {
+			return fmt.Errorf("mutant %s: excuse needs after and why", m.Name)
+		}
+		for _, op := range m.Operations {
+			if !slices.Contains([]string{"CREATE", "UPDATE", "DELETE"}, op) {
+				return fmt.Errorf("mutant %s: operation %q is none of CREATE, UPDATE, DELETE", m.Name, op)
+			}
+		}
+	}
+	return p.clusterTestsParams.Validate()
+}
+
+// catchLimit is how long a run with a mutant may go on: twice the
+// baseline's time, and at least half a minute more than it. Tests that
+// wait for what the mutant never lets happen (an Eventually of minutes)
+// are stopped there: still waiting is not passing.
+func catchLimit(baseline time.Duration) time.Duration {
+	return max(2*baseline, baseline+30*time.Second)
+}
+
+func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams) Outcome {
+	if out, ok := c.auditPreconditions(); !ok {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	s, b, out, ok := clusterBaseline(ctx, c, &p.clusterTestsParams)
+	switch {
+	case !ok:
+		if s != nil && s.failed != nil {
+			return skip("the tests do not compile, so what they catch cannot be told")
+		}
+		return out
+	case b.stalled || !b.run.Ran() || len(b.run.Failed) > 0:
+		return skip("the tests do not pass against the operator as deployed, so what they catch cannot be told")
+	}
+	expected := "go test " + strings.Join(p.Packages, " ") + " fails (or is still waiting after " + roundDur(catchLimit(b.took)) + ") against each mutant of the deployed operator"
+	var survived, excused []string
+	caught := 0
+	for _, m := range p.Mutants {
+		r, fired, evs, err := runOperatorMutant(ctx, c, s, m, catchLimit(b.took))
+		if err != nil {
+			return errorf("mutant %s: %v", m.Name, oneLine(err))
+		}
+		if r.err != nil {
+			return testsUnavailable(r.err)
+		}
+		failed := r.stalled || len(r.run.Failed) > 0
+		switch {
+		case failed && fired:
+			caught++
+		case !failed && m.excuses(evs, s.user, r.start):
+			excused = append(excused, m.Excuse.Why)
+		case !fired && failed:
+			// What failed did so without the mutant acting: it says
+			// nothing about it.
+			survived = append(survived, "an operator that "+m.Doc+" (the tests failed before they made it do that)")
+		case !fired:
+			survived = append(survived, "an operator that "+m.Doc+" (the tests never made it do that)")
+		default:
+			survived = append(survived, "an operator that "+m.Doc)
+		}
+	}
+	if len(survived) > 0 {
+		out := fail("the tests pass against %s: nothing they check notices it", strings.Join(survived, "; and against "))
+		out.Expected = expected
+		out.Observed = fmt.Sprintf("%d of %d mutant(s) caught", caught, len(p.Mutants))
+		return out
+	}
+	docs := make([]string, len(p.Mutants))
+	for i, m := range p.Mutants {
+		docs[i] = m.Doc
+	}
+	out = pass("the tests fail against each of %d mutant(s) of the deployed operator: one that %s", len(p.Mutants), strings.Join(docs, "; one that "))
+	if len(excused) > 0 {
+		out = Outcome{Status: report.Warn, Expected: expected, Observed: fmt.Sprintf("%d of %d mutant(s) caught", caught, len(p.Mutants)),
+			Message: fmt.Sprintf("the tests catch %d of %d mutant(s) of the deployed operator; the others only through the course's own check: %s", caught, len(p.Mutants), strings.Join(excused, "; "))}
+	}
+	return out
+}
+
+// runOperatorMutant makes m alive, runs the tests within limit, and takes
+// m away; fired says the operator did try what m refused.
+func runOperatorMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, err error) {
+	pol, err := installMutantPolicy(ctx, c, m)
+	if err != nil {
+		return suiteRun{}, false, nil, err
+	}
+	r = s.run(ctx, c, limit, true)
+	// Taken away even when the run's context ended (Ctrl-C): a policy
+	// left behind would refuse the operator's writes for good.
+	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := pol.remove(rmCtx, c); err != nil {
+		return r, false, nil, err
+	}
+	evs, err = c.syncAudit(ctx)
+	if err != nil {
+		return r, false, nil, err
+	}
+	// What a stopped run left behind would keep the operator busy
+	// through the next one.
+	s.removeLeftovers(rmCtx, c, evs, r.start)
+	fired = slices.ContainsFunc(evs, func(ev AuditEvent) bool {
+		return ev.By(c.Operator().Identity) && !ev.RequestReceivedTimestamp.Before(r.start) && ev.Code() == 403 &&
+			ev.ResponseStatus != nil && strings.Contains(ev.ResponseStatus.Message, pol.name)
+	})
+	return r, fired, evs, nil
+}
+
+// mutantPolicy is an admission policy and its binding.
+type mutantPolicy struct {
+	name  string
+	probe string
+}
+
+// installMutantPolicy makes the policy that refuses m's writes to the
+// operator, and waits until the API server enforces it: a dry-run create
+// of a ConfigMap named probe, which the policy refuses to anyone, says so.
+func installMutantPolicy(ctx context.Context, c *Context, m operatorMutant) (*mutantPolicy, error) {
+	suffix := randomSuffix(5)
+	pol := &mutantPolicy{name: "labctl-mutant-" + m.Name + "-" + suffix, probe: "labctl-mutant-probe-" + suffix}
+	when := m.When
+	if when == "" {
+		when = "true"
+	}
+	id := c.Operator().Identity
+	vap := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: pol.name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			// A condition that cannot be evaluated refuses nothing: the
+			// policy must never break the cluster.
+			FailurePolicy: ptr.To(admissionv1.Ignore),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{
+				{RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: ops(m.Operations),
+					Rule:       admissionv1.Rule{APIGroups: []string{m.APIGroup}, APIVersions: []string{"*"}, Resources: []string{m.Resource}},
+				}},
+				{RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}},
+			}},
+			Validations: []admissionv1.Validation{
+				{
+					Expression: fmt.Sprintf("request.resource.resource != 'configmaps' || object.metadata.name != %q", pol.probe),
+					Message:    pol.name + ": labctl's probe",
+				},
+				{
+					Expression: fmt.Sprintf("request.resource.resource == 'configmaps' || request.userInfo.username != %q || !(%s)", id, when),
+					Message:    fmt.Sprintf("%s: labctl's mutant makes the operator one that %s", pol.name, m.Doc),
+					Reason:     ptr.To(metav1.StatusReasonForbidden),
+				},
+			},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: pol.name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        pol.name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	c.run.undoAtEnd(func(ctx context.Context) []string {
+		if err := pol.remove(ctx, c); err != nil {
+			return []string{"cleanup: " + oneLine(err)}
+		}
+		return nil
+	})
+	for _, obj := range []client.Object{vap, binding} {
+		if err := c.Client().Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("creating the admission policy %s: %w", pol.name, err)
+		}
+	}
+	if err := pol.await(ctx, c, true); err != nil {
+		return nil, err
+	}
+	return pol, nil
+}
+
+func ops(names []string) []admissionv1.OperationType {
+	out := make([]admissionv1.OperationType, len(names))
+	for i, n := range names {
+		out[i] = admissionv1.OperationType(n)
+	}
+	return out
+}
+
+// await waits until the API server enforces the policy (or no longer
+// does), as its probe tells.
+func (pol *mutantPolicy) await(ctx context.Context, c *Context, enforced bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: pol.probe, Namespace: c.Namespace()}}
+	for {
+		err := c.Client().Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		refused := err != nil && strings.Contains(err.Error(), pol.name)
+		if err != nil && !refused && ctx.Err() == nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("probing the admission policy %s: %w", pol.name, err)
+		}
+		if refused == enforced {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			state := "enforce"
+			if !enforced {
+				state = "stop enforcing"
+			}
+			return fmt.Errorf("the API server did not %s the admission policy %s within 30s", state, pol.name)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// remove deletes the policy and its binding, and waits until the API
+// server no longer enforces it.
+func (pol *mutantPolicy) remove(ctx context.Context, c *Context) error {
+	for _, obj := range []client.Object{
+		&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: pol.name}},
+		&admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: pol.name}},
+	} {
+		if err := c.Client().Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the admission policy %s: %w", pol.name, err)
+		}
+	}
+	return pol.await(ctx, c, false)
+}
