@@ -17,7 +17,7 @@ import (
 func TestEmbeddedLabsLoad(t *testing.T) {
 	all, err := labs.Load(labsfs.FS)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"lab-1.4", "lab-2.4", "lab-3.1", "lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-6.1", "lab-6.2", "lab-6.4", "lab-8.2"}, labs.IDs(all))
+	assert.Equal(t, []string{"lab-1.4", "lab-2.4", "lab-3.1", "lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-6.1", "lab-6.2", "lab-6.3", "lab-6.4", "lab-8.2"}, labs.IDs(all))
 	for _, l := range all {
 		assert.Positive(t, l.MaxPoints(), l.ID)
 		assert.NotEmpty(t, l.Title.RU, l.ID)

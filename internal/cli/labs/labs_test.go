@@ -39,7 +39,7 @@ func TestList(t *testing.T) {
 		"4\tlab-4.3\tSetting Up Watches and Indexes\tpostgres\t6\t100\n"+
 		"4\tlab-4.4\tMulti-Phase Reconciliation\tpostgres\t4\t100\n"+
 		"6\tlab-6.1\tSetting Up Testing Environment\tpostgres\t5\t100\n"+
-		"6\tlab-6.2\tWriting Unit Tests\tpostgres\t6\t100\n"+
+		"6\tlab-6.2\tWriting Unit Tests\tpostgres\t6\t100\n6\tlab-6.3\tCreating Integration Tests\tpostgres\t4\t100\n"+
 		"6\tlab-6.4\tAdding Observability\tpostgres\t6\t100\n"+
 		"8\tlab-8.2\tComposing Operators\tpostgres\t13\t100\n", out)
 	out, err = run(t, true, "--lang", "ru")

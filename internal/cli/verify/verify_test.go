@@ -73,7 +73,7 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		})
 	}
 	err := Run(context.Background(), &Options{f: f, Lab: "9.9", Output: "table"})
-	assert.Contains(t, userr.Message(err), "lab-4.4, lab-6.1, lab-6.2, lab-6.4, lab-8.2")
+	assert.Contains(t, userr.Message(err), "lab-4.4, lab-6.1, lab-6.2, lab-6.3, lab-6.4, lab-8.2")
 }
 
 // A policy that does not fit the lab and an unknown credit are usage
