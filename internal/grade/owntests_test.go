@@ -98,3 +98,34 @@ func TestGradeLab61InTheBox(t *testing.T) {
 	ts, _ = without.Task("4.1")
 	assert.NotZero(t, ts.Score, "the tests ran as well as the other's")
 }
+
+// Lab 6.3 in the box: the integration tests run in each submission's box
+// against its own cluster and operator, as a ServiceAccount of their own
+// (a kubeconfig the box's user can read), and again against mutants of
+// that operator. The reference's tests catch every mutant; tests that
+// never wait for the scaling lose task 2.1 and nothing else.
+func TestGradeLab63InTheBox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deploys two operators and runs their integration tests")
+	}
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip("no sandbox on this machine: " + sup.Reason)
+	}
+	lab := loadLab(t, "lab-6.3")
+	root := t.TempDir()
+	subs := materialize(t, filepath.Join(root, "class"), []fixture{
+		{Student: "reference"},
+		{Student: "scale-not-awaited", Patches: []string{"internal/checks/honesty/testdata/mutants/integration-scale-not-awaited.patch"}},
+	}, true)
+	gb := gradeInto(t, root, lab, subs, 15*time.Minute)
+	ref, _ := gb.Submission("reference")
+	weak, _ := gb.Submission("scale-not-awaited")
+	require.NotNil(t, ref)
+	require.NotNil(t, weak)
+	require.Equal(t, report.OutcomeGraded, ref.Outcome, ref.Message)
+	assert.InDelta(t, 100, ref.Score, 0.001, "the reference: %+v\n%s", ref.Tasks, reportJSON(ref.Report))
+	require.Equal(t, report.OutcomeGraded, weak.Outcome, weak.Message)
+	assert.InDelta(t, 60, weak.Score, 0.001, "tests that never wait for the scaling: %+v\n%s", weak.Tasks, reportJSON(weak.Report))
+	ts, _ := weak.Task("2.1")
+	assert.Zero(t, ts.Score)
+}

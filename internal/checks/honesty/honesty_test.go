@@ -285,6 +285,31 @@ var mutants = []struct {
 	{"coverage-of-api-package", "lab-6.1", []string{"4.2"}},
 	{"coverage-go-test-output", "lab-6.1", []string{"4.2"}},
 	{"coverage-html-report", "lab-6.1", []string{"4.2"}},
+	// Lab 6.3: the integration tests against the deployed operator. A
+	// client that does not know the Database sends nothing, so its specs
+	// fail too (4.1) and gate 2.1; tests that do not wait for what the
+	// operator does catch none of its mutants; a wrong expectation fails
+	// the run.
+	{"integration-scheme-unregistered", "lab-6.3", []string{"1.3", "2.1", "4.1"}},
+	{"integration-scheme-registered-elsewhere", "lab-6.3", []string{"1.3", "2.1", "4.1"}},
+	{"integration-scale-not-awaited", "lab-6.3", []string{"2.1"}},
+	{"integration-delete-not-awaited", "lab-6.3", []string{"2.1"}},
+	{"integration-eventually-without-should", "lab-6.3", []string{"2.1"}},
+	{"integration-service-not-checked", "lab-6.3", []string{"2.1"}},
+	{"integration-secret-name-wrong", "lab-6.3", []string{"2.1", "4.1"}},
+	{"integration-expects-other-image", "lab-6.3", []string{"2.1", "4.1"}},
+	// The workflow, read from the files alone (only its task is run).
+	{"workflow-loads-other-image", "lab-6.3", []string{"5.1"}},
+	{"workflow-loads-into-default-cluster", "lab-6.3", []string{"5.1"}},
+	{"workflow-tests-before-deploy", "lab-6.3", []string{"5.1"}},
+}
+
+// fileOnly: mutants whose patch changes only what the given tasks read
+// from the project's files; only those tasks are verified.
+var fileOnly = map[string][]string{
+	"workflow-loads-other-image":          {"5.1"},
+	"workflow-loads-into-default-cluster": {"5.1"},
+	"workflow-tests-before-deploy":        {"5.1"},
 }
 
 // diagnoses: for some mutants, what the headline of a failed task must
@@ -299,14 +324,17 @@ var diagnoses = map[string]struct{ task, says string }{
 	"reconcile-duration-as-summary": {"2.5", "database_reconcile_duration_seconds is a summary, not a histogram"},
 	"transition-printed":            {"1.3", "comes from the Database controller's reconcile logger"},
 	// Which behaviour went untested, not only that a mutant survived.
-	"test-secret-only-if-found":     {"2.1", "never creates the Secret"},
-	"test-phase-without-ready":      {"1.1", "reports status.ready=true"},
-	"test-secret-spec-pending":      {"2.1", "never creates the Secret"},
-	"test-service-eventually-true":  {"4.1", "never creates the Service"},
-	"test-finalizer-skipped":        {"3.2", "never adds its finalizer"},
-	"test-notfound-result-only":     {"3.1", "returns an error when the Database it is asked to reconcile does not exist"},
-	"test-fails-on-mutant-variable": {"5.1", "is not run by a grader's mutant"},
-	"test-fails-unlike-first-run":   {"3.2", "when run again beside its mutants"},
+	"test-secret-only-if-found":       {"2.1", "never creates the Secret"},
+	"test-phase-without-ready":        {"1.1", "reports status.ready=true"},
+	"test-secret-spec-pending":        {"2.1", "never creates the Secret"},
+	"test-service-eventually-true":    {"4.1", "never creates the Service"},
+	"test-finalizer-skipped":          {"3.2", "never adds its finalizer"},
+	"test-notfound-result-only":       {"3.1", "returns an error when the Database it is asked to reconcile does not exist"},
+	"test-fails-on-mutant-variable":   {"5.1", "is not run by a grader's mutant"},
+	"test-fails-unlike-first-run":     {"3.2", "when run again beside its mutants"},
+	"integration-scale-not-awaited":   {"2.1", "never scales the StatefulSet"},
+	"integration-delete-not-awaited":  {"2.1", "never removes its finalizer"},
+	"integration-scheme-unregistered": {"1.3", "does not know the type"},
 	// What the API said, not only that a test failed.
 	"suite-crds-from-config-crd": {"4.1", "the project's own tests fail"},
 	"coverage-go-test-output":    {"4.2", "is not a Go cover profile"},
@@ -320,6 +348,10 @@ var warnings = map[string][]string{
 	// The lab's own marker line: its trailing comment loses patch.
 	"course-observability":  {"3.1"},
 	"course-scaffold-tests": {"4.1"},
+	// The lab's wait for the deletion holds whether the Database is gone
+	// or not (2.1), and its workflow waits for a cert-manager nothing
+	// installs (5.1).
+	"course-integration-tests": {"2.1", "5.1"},
 }
 
 // courseVariants are the reference changed to behave as the course's own
@@ -359,6 +391,10 @@ var courseVariants = []struct{ name, lab string }{
 	// The scaffold's tests, whose empty spec lab 3.2's validation rejects
 	// (the course's mistake: 4.1 warns).
 	{"course-scaffold-tests", "lab-6.1"},
+	// The course's integration tests in one file, with its optional
+	// webhook specs, and its workflow, which waits for a cert-manager
+	// nothing installs (5.1 warns).
+	{"course-integration-tests", "lab-6.3"},
 }
 
 // TestHonesty runs the reference, then every mutant. The subtests are
@@ -395,7 +431,7 @@ func TestHonesty(t *testing.T) {
 	for _, m := range mutants {
 		if !operatorless(m.lab) {
 			rest = append(rest, subtest{name: m.name, project: variantProject(t, "mutants", m.name, m.lab), run: func(t *testing.T, c *testcluster.Cluster, op *operator.Operator, dir string) {
-				assertMutant(t, m.name, m.lab, m.fails, verifyOn(t, c, m.lab, op, dir))
+				assertMutant(t, m.name, m.lab, m.fails, verifyOn(t, c, m.lab, op, dir, fileOnly[m.name]...))
 			}})
 		}
 	}
@@ -410,7 +446,7 @@ func testReference(t *testing.T, c *testcluster.Cluster, op *operator.Operator, 
 	// controller reference, which the cleanup checks accept as the
 	// collector's job. That costs this run a few seconds of waiting,
 	// less than waiting for the collector.
-	for _, lab := range []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-6.4", "lab-8.2"} {
+	for _, lab := range []string{"lab-3.2", "lab-3.3", "lab-3.4", "lab-4.1", "lab-4.2", "lab-4.3", "lab-4.4", "lab-6.3", "lab-6.4", "lab-8.2"} {
 		rep := verifyOn(t, c, lab, op, dir)
 		require.Empty(t, rep.FailedTasks(), "the reference operator must pass every task of %s:\n%s", lab, render(rep))
 	}

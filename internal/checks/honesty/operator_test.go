@@ -121,7 +121,8 @@ func copyInto(project, patch string, slot int) (string, error) {
 		}
 		rel, _ := filepath.Rel(src, path)
 		if d.IsDir() {
-			if rel == "bin" || strings.HasPrefix(d.Name(), ".") && rel != "." {
+			// .github holds the project's CI workflow (lab 6.3).
+			if rel == "bin" || strings.HasPrefix(d.Name(), ".") && rel != "." && rel != ".github" {
 				return filepath.SkipDir
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
