@@ -35,7 +35,7 @@ func (r *run) waitFor(ctx context.Context, gvr schema.GroupVersionResource, name
 // timeout while the operator is making progress (see labs.Progress).
 func (r *run) waitFollowing(ctx context.Context, gvr schema.GroupVersionResource, name string, timeout time.Duration, spec *labs.Progress, cond kube.Condition) (*unstructured.Unstructured, error) {
 	start := time.Now()
-	limit := start.Add(timeout)
+	limit := func() time.Time { return start.Add(timeout) }
 	var prog *progressWatch
 	var idle time.Duration
 	if spec != nil {
@@ -43,27 +43,41 @@ func (r *run) waitFollowing(ctx context.Context, gvr schema.GroupVersionResource
 		defer stop()
 		if p, each, err := r.watchProgress(pctx, spec, timeout); err == nil {
 			prog, idle = p, r.stretched(spec.Idle.For(r.profile))
-			limit = start.Add(timeout + time.Duration(p.objects())*each)
+			// The cap grows with the objects the operator works through,
+			// those a scenario beside this one creates while it waits too
+			// (ten Databases created after this wait began share the
+			// operator's one worker with the object it waits for).
+			limit = func() time.Time { return start.Add(timeout + time.Duration(p.objects())*each) }
 		}
 		// Without a progress watch the wait is a plain one: its timeout.
 	}
-	ctx, cancel := context.WithDeadline(ctx, limit)
+	// A plain wait ends at its timeout; one that follows progress ends at
+	// its deadline, which moves (the timer below), and its list at the
+	// cap as it stands.
+	var cancel context.CancelFunc
+	if prog == nil {
+		ctx, cancel = context.WithDeadline(ctx, limit())
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	deadline := func() time.Time {
 		if prog == nil {
 			return start.Add(timeout)
 		}
-		return progressDeadline(start, timeout, prog.lastChange(), idle, limit)
+		return progressDeadline(start, timeout, prog.lastChange(), idle, limit())
 	}
 	timedOut := func(err error) error {
 		if ctx.Err() != nil || !time.Now().Before(deadline()) {
-			return newWaitTimeout(start, timeout, prog, idle, limit)
+			return newWaitTimeout(start, timeout, prog, idle, limit())
 		}
 		return err
 	}
 	res := r.dyn.Resource(gvr).Namespace(r.ns)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	list, err := res.List(ctx, metav1.ListOptions{FieldSelector: selector})
+	lctx, lcancel := context.WithDeadline(ctx, limit())
+	list, err := res.List(lctx, metav1.ListOptions{FieldSelector: selector})
+	lcancel()
 	if err != nil {
 		return nil, timedOut(err)
 	}
