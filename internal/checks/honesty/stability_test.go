@@ -41,6 +41,11 @@ var stabilityRuns = []struct{ name, patch, lab string }{
 	// The course's scaffold tests fail through the course's mistake,
 	// which warns: every run must say so alike.
 	{"course/course-scaffold-tests", "testdata/course/course-scaffold-tests.patch", "lab-6.1"},
+	// Integration tests against the deployed operator and its mutants:
+	// a caught mutant is told by a time limit, which load must not move;
+	// the course's own tests warn twice.
+	{"course/course-integration-tests", "testdata/course/course-integration-tests.patch", "lab-6.3"},
+	{"integration-scale-not-awaited", "testdata/mutants/integration-scale-not-awaited.patch", "lab-6.3"},
 }
 
 // TestStability grades each submission of stabilityRuns N times on a quiet
