@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -109,8 +110,15 @@ func Parse(data []byte) (Workflow, error) {
 		on = raw.True
 	}
 	wf := Workflow{Name: raw.Name, On: events(on), Env: strs(raw.Env)}
-	for _, id := range jobOrder(data, order.Jobs) {
-		j := order.Jobs[id]
+	ids, err := jobOrder(data)
+	if err != nil {
+		return Workflow{}, err
+	}
+	for _, id := range ids {
+		j, ok := order.Jobs[id]
+		if !ok {
+			continue
+		}
 		job := Job{ID: id, Env: strs(j.Env)}
 		for _, s := range j.Steps {
 			job.Steps = append(job.Steps, Step{Name: s.Name, Uses: s.Uses, With: strs(s.With), Run: s.Run, Env: strs(s.Env)})
@@ -121,23 +129,29 @@ func Parse(data []byte) (Workflow, error) {
 }
 
 // jobOrder is the jobs' IDs in the order the file lists them (a map
-// forgets it): by where "  id:" first appears under jobs:.
-func jobOrder[T any](data []byte, jobs map[string]T) []string {
-	text := string(data)
-	at := strings.Index(text, "\njobs:")
-	ids := make([]string, 0, len(jobs))
-	for id := range jobs {
-		ids = append(ids, id)
+// forgets it), read from the document's own nodes.
+func jobOrder(data []byte) ([]string, error) {
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+		return nil, err
 	}
-	pos := func(id string) int {
-		re := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(id) + `\s*:`)
-		if loc := re.FindStringIndex(text[max(at, 0):]); loc != nil {
-			return loc[0]
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yamlv3.MappingNode {
+		return nil, fmt.Errorf("not a mapping")
+	}
+	top := doc.Content[0].Content
+	for i := 0; i+1 < len(top); i += 2 {
+		if top[i].Value != "jobs" || top[i+1].Kind != yamlv3.MappingNode {
+			continue
 		}
-		return len(text)
+		var ids []string
+		for j, n := range top[i+1].Content {
+			if j%2 == 0 {
+				ids = append(ids, n.Value)
+			}
+		}
+		return ids, nil
 	}
-	sort.SliceStable(ids, func(a, b int) bool { return pos(ids[a]) < pos(ids[b]) })
-	return ids
+	return nil, nil
 }
 
 func events(on any) []string {

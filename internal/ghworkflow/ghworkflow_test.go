@@ -19,7 +19,14 @@ env:
 jobs:
   test:
     steps:
-      - run: make test
+      - run: |
+          cat > x.yaml <<'END'
+            e2e: not a job
+          END
+          make test
+  lint:
+    steps:
+      - run: make lint
   e2e:
     env: {CLUSTER: it}
     steps:
@@ -30,9 +37,9 @@ jobs:
 `))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"pull_request", "push"}, wf.On)
-	require.Len(t, wf.Jobs, 2)
-	assert.Equal(t, "test", wf.Jobs[0].ID, "jobs keep the file's order")
-	e2e := wf.Jobs[1]
+	require.Len(t, wf.Jobs, 3)
+	assert.Equal(t, []string{"test", "lint", "e2e"}, []string{wf.Jobs[0].ID, wf.Jobs[1].ID, wf.Jobs[2].ID}, "jobs keep the file's order, whatever their steps' text holds")
+	e2e := wf.Jobs[2]
 	assert.Equal(t, "actions/checkout@v4", e2e.Steps[0].Uses)
 	env := StepEnv(wf, e2e, e2e.Steps[1])
 	assert.Equal(t, map[string]string{"IMG": "op:ci", "CLUSTER": "it", "EXTRA": "1"}, env)
