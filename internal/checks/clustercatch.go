@@ -235,13 +235,19 @@ func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams
 			if r.err != nil {
 				return testsUnavailable(r.err)
 			}
-			if fired || !(r.stalled || len(r.run.Failed) > 0) {
+			// A run that failed on the tests' own lost race with the
+			// operator (a stale update) says nothing of the mutant either.
+			r.conflicts = ownConflicts(evs, s.user, r.start)
+			if !r.failed() || fired && !(len(r.conflicts) > 0 && failedOnConflict(r.run)) {
 				break
 			}
 		}
-		failed := r.stalled || len(r.run.Failed) > 0
-		if failed && !fired {
+		failed := r.failed()
+		switch {
+		case failed && !fired:
 			return errorf("the tests failed against the mutant that %s before the operator even tried what it refuses, twice (the second time with %s): whether they catch it cannot be told", m.Doc, roundDur(2*catchLimit(b.took)))
+		case failed && len(r.conflicts) > 0 && failedOnConflict(r.run):
+			return errorf("the tests failed against the mutant that %s on their own %s, refused with a conflict (409), twice: whether they catch it cannot be told", m.Doc, strings.Join(r.conflicts, ", "))
 		}
 		switch {
 		case failed && fired:
