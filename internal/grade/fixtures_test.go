@@ -15,6 +15,7 @@ import (
 
 	"github.com/labctl/labctl/internal/grade"
 	"github.com/labctl/labctl/internal/reference"
+	"github.com/labctl/labctl/internal/sandbox"
 )
 
 // repoRoot is the labctl repository (tests run in internal/grade).
@@ -153,5 +154,17 @@ func run(t testing.TB, dir string, name string, args ...string) {
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// needBox skips a test on a machine with no sandbox, and in -short runs
+// when heavy says what makes it long ("" for a quick one).
+func needBox(t testing.TB, heavy string) {
+	t.Helper()
+	if heavy != "" && testing.Short() {
+		t.Skip(heavy)
+	}
+	if sup := sandbox.Probe(); !sup.OK {
+		t.Skip("no sandbox on this machine: " + sup.Reason)
 	}
 }

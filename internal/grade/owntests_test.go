@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/labctl/labctl/internal/report"
-	"github.com/labctl/labctl/internal/sandbox"
 )
 
 // TestGradeOwnTestsInTheBox grades lab 6.2, whose deliverable is the
@@ -22,12 +21,7 @@ import (
 // and fails in any run that differs, so that every mutant looks caught)
 // gets no task that a mutant decides.
 func TestGradeOwnTestsInTheBox(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two envtest suites, ten times each")
-	}
-	if sup := sandbox.Probe(); !sup.OK {
-		t.Skip("no sandbox on this machine: " + sup.Reason)
-	}
+	needBox(t, "runs two envtest suites, ten times each")
 	const mutants = "internal/checks/honesty/testdata"
 	lab := loadLab(t, "lab-6.2")
 	root := t.TempDir()
@@ -36,17 +30,21 @@ func TestGradeOwnTestsInTheBox(t *testing.T) {
 		{Student: "cheat", Patches: []string{mutants + "/mutants/test-fails-unlike-first-run.patch"}},
 	}, true)
 	gb := gradeInto(t, root, lab, subs, 12*time.Minute)
-	course, _ := gb.Submission("course")
-	cheat, _ := gb.Submission("cheat")
-	require.NotNil(t, course)
-	require.NotNil(t, cheat)
-	require.Equal(t, report.OutcomeGraded, course.Outcome, course.Message)
+	course, cheat := graded(t, gb, "course"), graded(t, gb, "cheat")
 	assert.InDelta(t, 100, course.Score, 0.001, "the course's own tests: %+v\n%s", course.Tasks, reportJSON(course.Report))
-	require.Equal(t, report.OutcomeGraded, cheat.Outcome, cheat.Message)
 	for _, task := range []string{"1.1", "2.1", "3.1", "3.2", "4.1"} {
 		ts, _ := cheat.Task(task)
 		assert.Zero(t, ts.Score, "the cheat earns nothing for task %s", task)
 	}
+}
+
+// graded is the student's submission in gb, which must have been graded.
+func graded(t *testing.T, gb *report.Gradebook, student string) *report.GradedSubmission {
+	t.Helper()
+	sub, _ := gb.Submission(student)
+	require.NotNil(t, sub, "no submission %s in the gradebook", student)
+	require.Equal(t, report.OutcomeGraded, sub.Outcome, "%s: %s", student, sub.Message)
+	return sub
 }
 
 // reportJSON is the verification, for a failure's message.
@@ -63,12 +61,7 @@ func reportJSON(r *report.Report) string {
 // course's scaffold tests fail through the course's own mistake (the
 // empty spec that lab 3.2's validation rejects): that costs nothing.
 func TestGradeLab61InTheBox(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two envtest suites")
-	}
-	if sup := sandbox.Probe(); !sup.OK {
-		t.Skip("no sandbox on this machine: " + sup.Reason)
-	}
+	needBox(t, "runs two envtest suites")
 	const course = "internal/checks/honesty/testdata/course/course-scaffold-tests.patch"
 	lab := loadLab(t, "lab-6.1")
 	root := t.TempDir()
@@ -82,17 +75,12 @@ func TestGradeLab61InTheBox(t *testing.T) {
 		"github.com/example/postgres-operator/internal/controller/database_controller.go:63.1,65.2 3 0\n"
 	require.NoError(t, os.WriteFile(filepath.Join(subs[0].Dir, "coverage.out"), []byte(profile), 0o644))
 	gb := gradeInto(t, root, lab, subs, 10*time.Minute)
-	withProfile, _ := gb.Submission("course")
-	without, _ := gb.Submission("no-profile")
-	require.NotNil(t, withProfile)
-	require.NotNil(t, without)
-	require.Equal(t, report.OutcomeGraded, withProfile.Outcome, withProfile.Message)
+	withProfile, without := graded(t, gb, "course"), graded(t, gb, "no-profile")
 	assert.InDelta(t, 70, gb.MaxPoints, 0.001, "tasks 4.1 and 4.2; not the tools")
 	for _, task := range gb.Tasks {
 		assert.NotContains(t, []string{"1.1", "1.2", "1.3"}, task.ID, "a tool on the student's machine is not a column")
 	}
 	assert.InDelta(t, gb.MaxPoints, withProfile.Score, 0.001, "the course's scaffold tests and a profile: %+v\n%s", withProfile.Tasks, reportJSON(withProfile.Report))
-	require.Equal(t, report.OutcomeGraded, without.Outcome, without.Message)
 	ts, _ := without.Task("4.2")
 	assert.Zero(t, ts.Score, "no coverage.out earns nothing for task 4.2")
 	ts, _ = without.Task("4.1")
@@ -105,12 +93,7 @@ func TestGradeLab61InTheBox(t *testing.T) {
 // that operator. The reference's tests catch every mutant; tests that
 // never wait for the scaling lose task 2.1 and nothing else.
 func TestGradeLab63InTheBox(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deploys two operators and runs their integration tests")
-	}
-	if sup := sandbox.Probe(); !sup.OK {
-		t.Skip("no sandbox on this machine: " + sup.Reason)
-	}
+	needBox(t, "deploys two operators and runs their integration tests")
 	lab := loadLab(t, "lab-6.3")
 	root := t.TempDir()
 	subs := materialize(t, filepath.Join(root, "class"), []fixture{
@@ -118,13 +101,8 @@ func TestGradeLab63InTheBox(t *testing.T) {
 		{Student: "scale-not-awaited", Patches: []string{"internal/checks/honesty/testdata/mutants/integration-scale-not-awaited.patch"}},
 	}, true)
 	gb := gradeInto(t, root, lab, subs, 15*time.Minute)
-	ref, _ := gb.Submission("reference")
-	weak, _ := gb.Submission("scale-not-awaited")
-	require.NotNil(t, ref)
-	require.NotNil(t, weak)
-	require.Equal(t, report.OutcomeGraded, ref.Outcome, ref.Message)
+	ref, weak := graded(t, gb, "reference"), graded(t, gb, "scale-not-awaited")
 	assert.InDelta(t, 100, ref.Score, 0.001, "the reference: %+v\n%s", ref.Tasks, reportJSON(ref.Report))
-	require.Equal(t, report.OutcomeGraded, weak.Outcome, weak.Message)
 	assert.InDelta(t, 60, weak.Score, 0.001, "tests that never wait for the scaling: %+v\n%s", weak.Tasks, reportJSON(weak.Report))
 	ts, _ := weak.Task("2.1")
 	assert.Zero(t, ts.Score)

@@ -39,12 +39,7 @@ import (
 // the honest one full marks, and the output directory holds only the
 // grader's files.
 func TestEvilSubmissionCannotCheat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster per submission")
-	}
-	if sup := sandbox.Probe(); !sup.OK {
-		t.Skip("no sandbox on this machine: " + sup.Reason)
-	}
+	needBox(t, "starts a cluster per submission")
 	lab := loadLab(t, "lab-8.2")
 	root := t.TempDir()
 	subs := materialize(t, filepath.Join(root, "class"), []fixture{
@@ -434,9 +429,7 @@ func grep(s, word string) []string {
 // grading: nothing was judged) or at the time limit, within seconds, and
 // the result says why.
 func TestHugeSubmissionHoldsNoSlot(t *testing.T) {
-	if sup := sandbox.Probe(); !sup.OK {
-		t.Skip("no sandbox on this machine: " + sup.Reason)
-	}
+	needBox(t, "")
 	lab := loadLab(t, "lab-8.2")
 	root := t.TempDir()
 	subs := materialize(t, filepath.Join(root, "class"), []fixture{{Student: "huge"}}, true)
@@ -520,9 +513,7 @@ func maybeAttackBox() {
 // attack.
 func startAttackBox(t *testing.T, mode string, lim cgroup.Limits) (*exec.Cmd, *bufio.Reader, cgroup.Group) {
 	t.Helper()
-	if sup := sandbox.Probe(); !sup.OK {
-		t.Skip("no sandbox on this machine: " + sup.Reason)
-	}
+	needBox(t, "")
 	if s := cgroup.Detect(); s.Version == 0 {
 		t.Skip("no cgroups to limit a box with: " + s.Reason)
 	}
