@@ -218,37 +218,18 @@ func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams
 	var survived, excused []string
 	caught := 0
 	for _, m := range p.Mutants {
-		// A run that failed or was stopped before the operator even tried
-		// what the mutant refuses (a loaded machine: the Database not yet
-		// Ready when the limit came) says nothing of the mutant: it runs
-		// again with twice the time, and if that says nothing either, the
-		// step cannot decide.
-		var r suiteRun
-		var fired bool
-		var evs []AuditEvent
-		for limit, try := catchLimit(b.took), 0; try < 2; limit, try = 2*limit, try+1 {
-			var err error
-			r, fired, evs, err = runOperatorMutant(ctx, c, s, m, limit)
-			if err != nil {
-				return errorf("mutant %s: %v", m.Name, oneLine(err))
-			}
-			if r.err != nil {
-				return testsUnavailable(r.err)
-			}
-			// A run that failed on the tests' own lost race with the
-			// operator (a stale update) says nothing of the mutant either.
-			r.conflicts = ownConflicts(evs, s.user, r.start)
-			if !r.failed() || fired && !(len(r.conflicts) > 0 && failedOnConflict(r.run)) {
-				break
-			}
+		r, fired, evs, undecided, err := decideMutant(ctx, c, s, m, catchLimit(b.took))
+		switch {
+		case err != nil:
+			return errorf("mutant %s: %v", m.Name, oneLine(err))
+		case r.err != nil:
+			return testsUnavailable(r.err)
+		case undecided != "":
+			out := errorf("%s: whether they catch it cannot be told", undecided)
+			out.Observed = testsFailed(r.run, "").Observed
+			return out
 		}
 		failed := r.failed()
-		switch {
-		case failed && !fired:
-			return errorf("the tests failed against the mutant that %s before the operator even tried what it refuses, twice (the second time with %s): whether they catch it cannot be told", m.Doc, roundDur(2*catchLimit(b.took)))
-		case failed && len(r.conflicts) > 0 && failedOnConflict(r.run):
-			return errorf("the tests failed against the mutant that %s on their own %s, refused with a conflict (409), twice: whether they catch it cannot be told", m.Doc, strings.Join(r.conflicts, ", "))
-		}
 		switch {
 		case failed && fired:
 			caught++
@@ -276,6 +257,43 @@ func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams
 			Message: fmt.Sprintf("the tests catch %d of %d mutant(s) of the deployed operator; the others only through the course's own check: %s", caught, len(p.Mutants), strings.Join(excused, "; "))}
 	}
 	return out
+}
+
+// raceRetries is how many more times a run that lost the tests' own race
+// with the operator runs (see ownConflicts). Such a run fails within
+// seconds, so retrying is cheap; on a busy machine the course's
+// lifecycle spec loses it about one run in three.
+const raceRetries = 5
+
+// decideMutant runs the tests against m until a run says something about
+// it. A run that failed on the tests' own lost race with the operator (a
+// conflict right after a read) says nothing and runs again, up to
+// raceRetries times. A run that failed or was stopped before the
+// operator even tried what m refuses (a loaded machine: the Database not
+// yet Ready when the limit came) says nothing either: it runs again with
+// twice the time, once. Undecided says why no run told, when none did.
+func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, undecided string, err error) {
+	lost, widened := 0, false
+	for {
+		r, fired, evs, err = runOperatorMutant(ctx, c, s, m, limit)
+		if err != nil || r.err != nil || !r.failed() {
+			return r, fired, evs, "", err
+		}
+		r.races, r.stale = ownConflicts(evs, s.user, r.start)
+		switch {
+		case len(r.races) > 0 && failedOnConflict(r.run):
+			if lost == raceRetries {
+				return r, fired, evs, fmt.Sprintf("the tests failed against the mutant that %s on their own %s, refused with a conflict (409) right after they read it, in %d runs", m.Doc, strings.Join(r.races, ", "), lost+1), nil
+			}
+			lost++
+		case fired:
+			return r, fired, evs, "", nil
+		case widened:
+			return r, fired, evs, fmt.Sprintf("the tests failed against the mutant that %s before the operator even tried what it refuses, twice (the second time with %s)", m.Doc, roundDur(limit)), nil
+		default:
+			limit, widened = 2*limit, true
+		}
+	}
 }
 
 // runOperatorMutant makes m alive, runs the tests within limit, and takes

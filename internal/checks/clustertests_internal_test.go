@@ -9,14 +9,15 @@ import (
 	"github.com/labctl/labctl/internal/gobuild"
 )
 
-// Only the tests' own stale writes since the run began are conflicts: not
-// a create of a name that exists, not the operator's 409s, not an earlier
-// run's.
+// Only the tests' own refused writes since the run began are conflicts:
+// not a create of a name that exists, not the operator's 409s, not an
+// earlier run's. One sent right after a fresh copy lost a race; one sent
+// with a copy read long before was stale.
 func TestOwnConflicts(t *testing.T) {
 	start := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
 	const tests = "system:serviceaccount:labctl-run:labctl-cluster-tests"
 	ev := func(user, verb string, code int, name, sub string, at time.Duration) AuditEvent {
-		e := AuditEvent{Verb: verb, User: auditUser{Username: user}, RequestReceivedTimestamp: start.Add(at),
+		e := AuditEvent{Verb: verb, User: auditUser{Username: user}, RequestReceivedTimestamp: start.Add(at), StageTimestamp: start.Add(at + 5*time.Millisecond),
 			ObjectRef: &AuditObjectRef{Resource: "databases", Namespace: "default", Name: name, Subresource: sub}}
 		e.ResponseStatus = &struct {
 			Code    int    `json:"code"`
@@ -28,13 +29,26 @@ func TestOwnConflicts(t *testing.T) {
 		ev(tests, "update", 409, "earlier-run", "", -time.Second),
 		ev(tests, "create", 409, "exists", "", time.Second),
 		ev("system:serviceaccount:postgres-operator-system:manager", "update", 409, "db", "", time.Second),
-		ev(tests, "update", 200, "db", "", time.Second),
-		ev(tests, "update", 409, "db", "", 2*time.Second),
-		ev(tests, "update", 409, "db", "", 3*time.Second),
-		ev(tests, "patch", 409, "db", "status", 4*time.Second),
+		ev(tests, "create", 201, "db", "", time.Second),
+		ev(tests, "get", 200, "db", "", 2*time.Second),
+		ev(tests, "update", 409, "db", "", 2*time.Second+50*time.Millisecond),
+		ev(tests, "update", 409, "db", "", 2*time.Second+60*time.Millisecond),
+		ev(tests, "patch", 409, "db", "status", 2*time.Second+70*time.Millisecond),
+		// Read at 3 s, updated at 20 s.
+		ev(tests, "get", 200, "old", "", 3*time.Second),
+		ev(tests, "update", 409, "old", "", 20*time.Second),
+		// A list is a fresh copy of each.
+		ev(tests, "list", 200, "", "", 29*time.Second),
+		ev(tests, "update", 409, "old", "", 30*time.Second),
+		// Not read since the list.
+		ev(tests, "update", 409, "unread", "", 40*time.Second),
 	}
-	assert.Equal(t, []string{"update of databases default/db", "patch of databases default/db (status)"}, ownConflicts(evs, tests, start))
-	assert.Empty(t, ownConflicts(evs[:4], tests, start))
+	races, stale := ownConflicts(evs, tests, start)
+	assert.Equal(t, []string{"update of databases default/db", "patch of databases default/db (status)", "update of databases default/old"}, races)
+	assert.Equal(t, []string{"update of databases default/old, read 17s before", "update of databases default/unread, read 11s before"}, stale)
+	races, stale = ownConflicts(evs[:5], tests, start)
+	assert.Empty(t, races)
+	assert.Empty(t, stale)
 }
 
 // A failure is the conflict's only when the failed test printed the API
