@@ -279,11 +279,11 @@ func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMu
 		if err != nil || r.err != nil || !r.failed() {
 			return r, fired, evs, "", err
 		}
-		r.races, r.stale = ownConflicts(evs, s.user, r.start)
+		r.conflicts = ownConflicts(evs, s.user, r.start)
 		switch {
-		case len(r.races) > 0 && failedOnConflict(r.run):
+		case r.lostRace():
 			if lost == raceRetries {
-				return r, fired, evs, fmt.Sprintf("the tests failed against the mutant that %s on their own %s, refused with a conflict (409) right after they read it, in %d runs", m.Doc, strings.Join(r.races, ", "), lost+1), nil
+				return r, fired, evs, fmt.Sprintf("the tests failed against the mutant that %s in %[3]d runs, each time on their own write refused with a conflict (409): %[2]s", m.Doc, strings.Join(r.conflicts, "; "), lost+1), nil
 			}
 			lost++
 		case fired:

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/labctl/labctl/internal/gobuild"
-	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/satoken"
 )
 
@@ -199,13 +198,17 @@ type suiteRun struct {
 	start   time.Time
 	took    time.Duration
 	err     error
-	// races are the tests' own writes the API server refused with a
-	// conflict (409) right after they read the object, in a run that
-	// failed; stale, those sent with a copy read long before; rerunAfter,
-	// the races of the run before this one, which failed with them and so
-	// ran again, lostRaces times.
-	races, stale, rerunAfter []string
-	lostRaces                int
+	// conflicts are the tests' own writes the API server refused with a
+	// conflict (409), in a run that failed on them (lostRace); lost is how
+	// many runs before this one failed so, firstConflicts the first's.
+	conflicts, firstConflicts []string
+	lost                      int
+}
+
+// lostRace: the run failed on the tests' own write that conflicted with
+// the operator's.
+func (r suiteRun) lostRace() bool {
+	return len(r.conflicts) > 0 && r.run != nil && failedOnConflict(r.run)
 }
 
 // failed: the run ended without every test passing.
@@ -213,21 +216,15 @@ func (r suiteRun) failed() bool {
 	return r.stalled || r.run != nil && len(r.run.Failed) > 0
 }
 
-// raceWindow is how soon after the tests last had a fresh copy of an
-// object a conflicting write of theirs counts as a lost race (a read and
-// the write right after it, with the operator's write in between)
-// rather than a stale copy (a read long before, which conflicts every
-// time the operator writes meanwhile).
-const raceWindow = 2 * time.Second
-
 // ownConflicts are the writes by user since start that the API server
-// refused with a conflict (409): the object changed between their read
-// and their write (the operator wrote it), and they sent the copy they
-// had. Races are the writes sent within raceWindow of the tests' last
-// fresh copy of the object (a get, list, create, or successful write);
-// stale, those sent later. A create's 409 (already exists) is not one.
-func ownConflicts(evs []AuditEvent, user string, start time.Time) (races, stale []string) {
+// refused with a conflict (409): the object changed between the tests'
+// read and their write (the operator wrote it), and they sent the copy
+// they had. Each says how long after the tests' last fresh copy of the
+// object (a get, list, create or successful write) it was sent. A
+// create's 409 (already exists) is not one.
+func ownConflicts(evs []AuditEvent, user string, start time.Time) []string {
 	fresh := map[string]time.Time{}
+	var seen []string
 	for _, ev := range evs {
 		o := ev.ObjectRef
 		if !ev.By(user) || o == nil || ev.RequestReceivedTimestamp.Before(start) {
@@ -251,24 +248,20 @@ func ownConflicts(evs []AuditEvent, user string, start time.Time) (races, stale 
 		if o.Subresource != "" {
 			what += " (" + o.Subresource + ")"
 		}
-		last := fresh[obj]
-		if l := fresh[o.Resource+" "+o.Namespace+"/"]; l.After(last) {
-			last = l
-		}
-		if !last.IsZero() && ev.RequestReceivedTimestamp.Sub(last) <= raceWindow {
-			if !slices.Contains(races, what) {
-				races = append(races, what)
+		var last time.Time
+		for _, l := range []time.Time{fresh[obj], fresh[o.Resource+" "+o.Namespace+"/"]} {
+			if l.After(last) && !l.After(ev.RequestReceivedTimestamp) {
+				last = l
 			}
-			continue
 		}
 		if !last.IsZero() {
-			what += fmt.Sprintf(", read %s before", roundDur(ev.RequestReceivedTimestamp.Sub(last)))
+			what += fmt.Sprintf(", sent %s after they read it", roundDur(ev.RequestReceivedTimestamp.Sub(last)))
 		}
-		if !slices.Contains(stale, what) {
-			stale = append(stale, what)
+		if !slices.Contains(seen, what) {
+			seen = append(seen, what)
 		}
 	}
-	return races, stale
+	return seen
 }
 
 // failedOnConflict: what the failed tests printed includes the API
@@ -292,7 +285,7 @@ func (s *clusterSuite) readConflicts(ctx context.Context, c *Context, r *suiteRu
 		return
 	}
 	if evs, err := c.syncAudit(ctx); err == nil {
-		r.races, r.stale = ownConflicts(evs, s.user, r.start)
+		r.conflicts = ownConflicts(evs, s.user, r.start)
 	}
 }
 
@@ -346,17 +339,17 @@ func (s *clusterSuite) run(ctx context.Context, c *Context, limit time.Duration,
 // baseline is the tests' run against the operator as deployed, once per
 // run. A run that failed where the tests' own write conflicted with the
 // operator's (a Get, a change and an Update without a retry, as the
-// course's lifecycle spec does) lost a race whose odds the machine's load
-// sets: it runs again, up to raceRetries times, so that a lost race does
-// not decide.
+// course's lifecycle spec does) may have lost a race whose odds the
+// machine's load sets: it runs again, up to raceRetries times. Tests that
+// lose every time (a copy read long before the update) fail.
 func (s *clusterSuite) baseline(ctx context.Context, c *Context, p *clusterTestsParams) suiteRun {
 	return c.run.once("cluster-tests baseline "+p.key(c), func() any {
 		r := s.run(ctx, c, 0, false)
 		s.readConflicts(ctx, c, &r)
-		first := r.races
-		for lost := 0; len(r.races) > 0 && failedOnConflict(r.run) && lost < raceRetries; lost++ {
+		first := r.conflicts
+		for lost := 1; r.lostRace() && lost <= raceRetries; lost++ {
 			r = s.run(ctx, c, 0, false)
-			r.rerunAfter, r.lostRaces = first, lost+1
+			r.firstConflicts, r.lost = first, lost
 			s.readConflicts(ctx, c, &r)
 		}
 		return r
@@ -401,20 +394,14 @@ func runClusterTests(ctx context.Context, c *Context, p *clusterTestsParams) Out
 	}
 	msg, out, ok := judgeTestRun(b.run, p.Packages, expected, nil)
 	if !ok {
-		switch {
-		case out.Status != report.Fail || !failedOnConflict(b.run):
-		case len(b.races) > 0 && len(b.rerunAfter) > 0:
-			// Every time: the tests lose this race, not now and then.
-			out.Status = report.Warn
-			out.Message = fmt.Sprintf("%s; in all %d runs the API server refused the tests' own %s with a conflict (409): the operator wrote the object between their read and their write. The course's lifecycle spec does that (Get, change spec.replicas, Update, no retry); wrap such an update in retry.RetryOnConflict (k8s.io/client-go/util/retry) with a fresh Get inside", out.Message, b.lostRaces+1, strings.Join(b.races, ", "))
-		case len(b.stale) > 0:
-			out.Message = fmt.Sprintf("%s; the API server refused the tests' own %s with a conflict (409): they sent a copy of the object the operator had changed since they read it. Get it again right before the update (or retry.RetryOnConflict with the Get inside)", out.Message, strings.Join(b.stale, "; "))
+		if b.lostRace() {
+			out.Message = fmt.Sprintf("%s; in all %d runs the API server refused with a conflict (409) the tests' own %s: the operator had written the object since they read it. Get it again right before the update, or wrap the Get and the update in retry.RetryOnConflict (k8s.io/client-go/util/retry)", out.Message, b.lost+1, strings.Join(b.conflicts, "; "))
 		}
 		return out
 	}
 	msg = fmt.Sprintf("%s against the lab cluster, as %s (%s)", msg, clusterTestsIdentity, roundDur(b.took))
-	if len(b.rerunAfter) > 0 {
-		msg += fmt.Sprintf("; they passed on run %d, after the first failed where the API server refused their own %s with a conflict (409): retry such an update (retry.RetryOnConflict with a fresh Get inside), or it fails whenever the operator writes the object in between", b.lostRaces+1, strings.Join(b.rerunAfter, ", "))
+	if b.lost > 0 {
+		msg += fmt.Sprintf("; they passed on run %d, after %d run(s) failed where the API server refused with a conflict (409) their own %s: retry such an update (retry.RetryOnConflict with the Get inside), or it fails whenever the operator writes the object in between", b.lost+1, b.lost, strings.Join(b.firstConflicts, "; "))
 	}
 	return pass("%s", msg)
 }

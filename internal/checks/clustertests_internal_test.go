@@ -11,8 +11,8 @@ import (
 
 // Only the tests' own refused writes since the run began are conflicts:
 // not a create of a name that exists, not the operator's 409s, not an
-// earlier run's. One sent right after a fresh copy lost a race; one sent
-// with a copy read long before was stale.
+// earlier run's. Each says how long after the tests' last fresh copy it
+// was sent.
 func TestOwnConflicts(t *testing.T) {
 	start := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
 	const tests = "system:serviceaccount:labctl-run:labctl-cluster-tests"
@@ -42,13 +42,18 @@ func TestOwnConflicts(t *testing.T) {
 		ev(tests, "update", 409, "old", "", 30*time.Second),
 		// Not read since the list.
 		ev(tests, "update", 409, "unread", "", 40*time.Second),
+		ev(tests, "update", 409, "never-read", "", 0),
 	}
-	races, stale := ownConflicts(evs, tests, start)
-	assert.Equal(t, []string{"update of databases default/db", "patch of databases default/db (status)", "update of databases default/old"}, races)
-	assert.Equal(t, []string{"update of databases default/old, read 17s before", "update of databases default/unread, read 11s before"}, stale)
-	races, stale = ownConflicts(evs[:5], tests, start)
-	assert.Empty(t, races)
-	assert.Empty(t, stale)
+	assert.Equal(t, []string{
+		"update of databases default/db, sent 45ms after they read it",
+		"update of databases default/db, sent 55ms after they read it",
+		"patch of databases default/db (status), sent 65ms after they read it",
+		"update of databases default/old, sent 17s after they read it",
+		"update of databases default/old, sent 995ms after they read it",
+		"update of databases default/unread, sent 11s after they read it",
+		"update of databases default/never-read",
+	}, ownConflicts(evs, tests, start))
+	assert.Empty(t, ownConflicts(evs[:5], tests, start))
 }
 
 // A failure is the conflict's only when the failed test printed the API

@@ -298,6 +298,9 @@ var mutants = []struct {
 	{"integration-service-not-checked", "lab-6.3", []string{"2.1"}},
 	{"integration-secret-name-wrong", "lab-6.3", []string{"2.1", "4.1"}},
 	{"integration-expects-other-image", "lab-6.3", []string{"2.1", "4.1"}},
+	// An update of a copy read long before conflicts every time: the
+	// suite fails however often it runs, and gates 2.1.
+	{"integration-stale-update", "lab-6.3", []string{"2.1", "4.1"}},
 	// The workflow, read from the files alone (only its task is run).
 	{"workflow-loads-other-image", "lab-6.3", []string{"5.1"}},
 	{"workflow-loads-into-default-cluster", "lab-6.3", []string{"5.1"}},
@@ -335,6 +338,7 @@ var diagnoses = map[string]struct{ task, says string }{
 	"integration-scale-not-awaited":   {"2.1", "never scales the StatefulSet"},
 	"integration-delete-not-awaited":  {"2.1", "never removes its finalizer"},
 	"integration-scheme-unregistered": {"1.3", "does not know the type"},
+	"integration-stale-update":        {"4.1", "in all 6 runs the API server refused with a conflict (409) the tests' own update of databases"},
 	// What the API said, not only that a test failed.
 	"suite-crds-from-config-crd": {"4.1", "the project's own tests fail"},
 	"coverage-go-test-output":    {"4.2", "is not a Go cover profile"},
