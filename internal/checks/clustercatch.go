@@ -268,14 +268,16 @@ const raceRetries = 5
 // decideMutant runs the tests against m until a run says something about
 // it. A run that failed on the tests' own lost race with the operator (a
 // conflict right after a read) says nothing and runs again, up to
-// raceRetries times. A run that failed or was stopped before the
+// raceRetries times, and without fail-fast: the spec that loses the race
+// (an operator that m keeps failing writes its object all the time) need
+// not be the one that would notice m, and the others then still run. A run that failed or was stopped before the
 // operator even tried what m refuses (a loaded machine: the Database not
 // yet Ready when the limit came) says nothing either: it runs again with
 // twice the time, once. Undecided says why no run told, when none did.
 func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, undecided string, err error) {
 	lost, widened := 0, false
 	for {
-		r, fired, evs, err = runOperatorMutant(ctx, c, s, m, limit)
+		r, fired, evs, err = runOperatorMutant(ctx, c, s, m, limit, lost == 0)
 		if err != nil || r.err != nil || !r.failed() {
 			return r, fired, evs, "", err
 		}
@@ -296,14 +298,15 @@ func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMu
 	}
 }
 
-// runOperatorMutant makes m alive, runs the tests within limit, and takes
-// m away; fired says the operator did try what m refused.
-func runOperatorMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, err error) {
+// runOperatorMutant makes m alive, runs the tests within limit (stopping
+// at the first failure when failFast), and takes m away; fired says the
+// operator did try what m refused.
+func runOperatorMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration, failFast bool) (r suiteRun, fired bool, evs []AuditEvent, err error) {
 	pol, err := installMutantPolicy(ctx, c, m)
 	if err != nil {
 		return suiteRun{}, false, nil, err
 	}
-	r = s.run(ctx, c, limit, true)
+	r = s.run(ctx, c, limit, failFast)
 	// Taken away even when the run's context ended (Ctrl-C): a policy
 	// left behind would refuse the operator's writes for good.
 	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

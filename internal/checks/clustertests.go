@@ -206,9 +206,10 @@ type suiteRun struct {
 }
 
 // lostRace: the run failed on the tests' own write that conflicted with
-// the operator's.
+// the operator's, and on nothing else (a run stopped while a test still
+// waited did not).
 func (r suiteRun) lostRace() bool {
-	return len(r.conflicts) > 0 && r.run != nil && failedOnConflict(r.run)
+	return !r.stalled && len(r.conflicts) > 0 && r.run != nil && failedOnConflict(r.run)
 }
 
 // failed: the run ended without every test passing.
@@ -264,18 +265,15 @@ func ownConflicts(evs []AuditEvent, user string, start time.Time) []string {
 	return seen
 }
 
-// failedOnConflict: what the failed tests printed includes the API
-// server's answer to a stale write, so the conflict is what failed them
-// (not only something that happened beside a real failure).
+// failedOnConflict: every failure (each failed Ginkgo spec, each other
+// failed test) printed the API server's answer to a stale write, so the
+// conflict is what failed them; a spec that failed on anything else is a
+// failure of its own, whatever the others lost.
 func failedOnConflict(run *gobuild.TestRun) bool {
-	for _, name := range run.Failed {
-		for _, l := range run.Output[name] {
-			if strings.Contains(l, "the object has been modified") {
-				return true
-			}
-		}
-	}
-	return false
+	failures := run.Failures()
+	return len(failures) > 0 && !slices.ContainsFunc(failures, func(f string) bool {
+		return !strings.Contains(f, "the object has been modified")
+	})
 }
 
 // readConflicts sets the conflicts of a failed run r (none for one that

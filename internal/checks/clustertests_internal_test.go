@@ -57,7 +57,7 @@ func TestOwnConflicts(t *testing.T) {
 }
 
 // A failure is the conflict's only when the failed test printed the API
-// server's answer to a stale write.
+// server's answer to a stale write; in a Ginkgo suite, every failed spec.
 func TestFailedOnConflict(t *testing.T) {
 	run := &gobuild.TestRun{Failed: []string{"./test/integration TestIntegration"}, Output: map[string][]string{
 		"./test/integration TestIntegration": {`  [FAILED] Expected success, but got an error:`,
@@ -65,5 +65,18 @@ func TestFailedOnConflict(t *testing.T) {
 	}}
 	assert.True(t, failedOnConflict(run))
 	run.Output["./test/integration TestIntegration"] = []string{`  [FAILED] Timed out after 300.001s.`, `Expected <int32>: 1 to equal <int32>: 3`}
+	assert.False(t, failedOnConflict(run))
+
+	// The lifecycle spec lost the race; the other spec never saw its
+	// Service: a failure of its own.
+	lifecycle := []string{"------------------------------", "• [FAILED] [2.387 seconds]",
+		"Database Operator Integration Database lifecycle [It] should create, update, and delete a Database",
+		`  Operation cannot be fulfilled on databases.database.example.com "x": the object has been modified; please apply your changes to the latest version and try again`,
+		"------------------------------"}
+	children := []string{"• [TIMEDOUT] [60.001 seconds]", "Database Operator Integration Database lifecycle [It] should create all child resources",
+		"  Timed out after 60.000s.", "------------------------------"}
+	run.Output["./test/integration TestIntegration"] = lifecycle
+	assert.True(t, failedOnConflict(run))
+	run.Output["./test/integration TestIntegration"] = append(lifecycle, children...)
 	assert.False(t, failedOnConflict(run))
 }

@@ -46,6 +46,9 @@ var (
 	ranSpecs = regexp.MustCompile(`Ran (\d+) of \d+ Specs?`)
 	failSpec = regexp.MustCompile(`^\s*\[FAIL\] (.+?)(\s+\[[A-Za-z]+\])?$`)
 	coverage = regexp.MustCompile(`coverage: ([0-9.]+)% of statements`)
+	// specEnd heads Ginkgo's report of a spec (or suite node) that did not
+	// pass: "• [FAILED] [2.387 seconds]", "[BeforeSuite] [PANICKED] [...]".
+	specEnd = regexp.MustCompile(`\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED|ABORTED)\]( DURING REPETITION #\d+)? \[[0-9.]+ seconds\]$`)
 	// Ginkgo colours its report unless told not to.
 	ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 )
@@ -116,6 +119,42 @@ func ParseTestEvents(raw []byte) *TestRun {
 	}
 	return run
 }
+
+// Failures are what each failure printed: for a Ginkgo suite, each failed
+// spec's report (from its header to Ginkgo's delimiter line), so one spec's
+// failure is told from another's; for any other failed test, all it
+// printed.
+func (r *TestRun) Failures() []string {
+	var texts []string
+	for _, name := range r.Failed {
+		var block []string
+		inSpec, found := false, false
+		for _, l := range r.Output[name] {
+			switch {
+			case specEnd.MatchString(strings.TrimSpace(l)):
+				if inSpec {
+					texts = append(texts, strings.Join(block, "\n"))
+				}
+				block, inSpec, found = []string{l}, true, true
+			case inSpec && strings.TrimSpace(l) == ginkgoDelimiter:
+				texts = append(texts, strings.Join(block, "\n"))
+				block, inSpec = nil, false
+			case inSpec:
+				block = append(block, l)
+			}
+		}
+		switch {
+		case inSpec:
+			texts = append(texts, strings.Join(block, "\n"))
+		case !found:
+			texts = append(texts, strings.Join(r.Output[name], "\n"))
+		}
+	}
+	return texts
+}
+
+// ginkgoDelimiter is the line Ginkgo ends a spec's report with.
+var ginkgoDelimiter = strings.Repeat("-", 30)
 
 // Ran reports whether any test ran.
 func (r *TestRun) Ran() bool { return len(r.Passed)+len(r.Failed) > 0 }

@@ -1,9 +1,11 @@
 package gobuild
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A Ginkgo suite in one Go test: its failed specs (colours removed), how
@@ -47,4 +49,44 @@ func TestParseTestEventsReadsABuildFailure(t *testing.T) {
 	assert.Contains(t, run.BuildOutput, "undefined: y")
 	assert.False(t, run.Ran())
 	assert.Equal(t, -1.0, run.Coverage)
+}
+
+// Each failed Ginkgo spec is a failure of its own (its report, up to
+// Ginkgo's delimiter); a failed plain test is one failure, all it printed.
+func TestFailuresSplitsGinkgoSpecs(t *testing.T) {
+	lines := []string{
+		"Running Suite: Integration Suite - /p/test/integration",
+		"Will run 2 of 4 specs",
+		"------------------------------",
+		"• [FAILED] [2.387 seconds]",
+		"Database Operator Integration Database lifecycle [It] should create, update, and delete a Database",
+		"/p/test/integration/integration_test.go:421",
+		"  [FAILED] Expected success, but got an error:",
+		`      Operation cannot be fulfilled on databases.database.example.com "x": the object has been modified; please apply your changes to the latest version and try again`,
+		"------------------------------",
+		"•",
+		"------------------------------",
+		"• [TIMEDOUT] [60.001 seconds]",
+		"Database Operator Integration Database lifecycle [It] should create all child resources",
+		"  [FAILED] in [It] - /p/test/integration/integration_test.go:501",
+		"  Timed out after 60.000s.",
+		"------------------------------",
+		"Summarizing 2 Failures:",
+		"  [FAIL] Database Operator Integration Database lifecycle [It] should create, update, and delete a Database",
+	}
+	var raw string
+	for _, l := range lines {
+		raw += `{"Action":"output","Package":"p","Test":"TestIntegration","Output":` + strconv.Quote(l+"\n") + "}\n"
+	}
+	raw += `{"Action":"fail","Package":"p","Test":"TestIntegration"}
+{"Action":"output","Package":"p","Test":"TestPlain","Output":"    x_test.go:9: want 3, got 1\n"}
+{"Action":"fail","Package":"p","Test":"TestPlain"}
+`
+	failures := ParseTestEvents([]byte(raw)).Failures()
+	require.Len(t, failures, 3)
+	assert.Contains(t, failures[0], "the object has been modified")
+	assert.NotContains(t, failures[0], "Timed out")
+	assert.Contains(t, failures[1], "Timed out after 60.000s.")
+	assert.NotContains(t, failures[1], "Summarizing")
+	assert.Equal(t, "    x_test.go:9: want 3, got 1", failures[2])
 }
