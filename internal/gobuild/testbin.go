@@ -75,7 +75,11 @@ func CompileTests(ctx context.Context, run Runner, base Command, patterns, flags
 	}
 	for _, b := range bins {
 		c := base
-		c.Args = append(append([]string{"test", "-c", "-o", b.Path}, flags...), b.ImportPath)
+		// Without the symbol table and DWARF: the binary is run, never
+		// debugged, and its link takes a good part of the build's time.
+		// Stacks and Ginkgo's code locations come from the pclntab, which
+		// stays.
+		c.Args = append(append([]string{"test", "-c", "-ldflags=-s -w", "-o", b.Path}, flags...), b.ImportPath)
 		stderr, err := run(ctx, c)
 		if failed, err := buildFailure(err, stderr, []string{b.ImportPath}); failed != nil || err != nil {
 			return nil, failed, err
