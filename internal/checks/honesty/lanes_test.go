@@ -23,6 +23,10 @@ import (
 // threads win the suite a larger share of the CPU.
 var lanes = flag.Int("honesty.lanes", 2, "clusters TestHonesty runs its subtests on, side by side")
 
+// operatorlessStreams is how many of TestHonestyOperatorless's subtests
+// run side by side, each in a slot of its own.
+var operatorlessStreams = flag.Int("honesty.operatorless-streams", 2, "TestHonestyOperatorless's subtests run side by side")
+
 // subtest is one of TestHonesty's subtests: its project is taken from the
 // lane's build ahead and deployed on the lane's cluster (when it has an
 // operator its lab needs running), then run judges it there.
@@ -90,10 +94,7 @@ func runLane(t *testing.T, c *testcluster.Cluster, i int, lane []subtest) {
 			op := deployIfOperator(t, c, st.project, dir)
 			deployed := time.Now()
 			next.buildNext()
-			defer func() {
-				times.add(fmt.Sprintf("%d\t%s\t%.1f\t%.1f\t%.1f\t%t", i+1, t.Name(), took.Sub(start).Seconds(),
-					deployed.Sub(took).Seconds(), time.Since(deployed).Seconds(), t.Failed()))
-			}()
+			defer times.add(t, i+1, took.Sub(start), deployed.Sub(took), deployed)
 			st.run(t, c, op, dir)
 		})
 	}
@@ -108,14 +109,17 @@ type timeTable struct {
 	rows []string
 }
 
-func (tt *timeTable) add(row string) {
+// add records t's phases when it ends: judging ran from judged until now.
+func (tt *timeTable) add(t *testing.T, lane int, wait, deploy time.Duration, judged time.Time) {
+	row := fmt.Sprintf("%d\t%s\t%.1f\t%.1f\t%.1f\t%t", lane, t.Name(), wait.Seconds(), deploy.Seconds(), time.Since(judged).Seconds(), t.Failed())
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	tt.rows = append(tt.rows, row)
 }
 
-// write appends the rows to the file LABCTL_HONESTY_TIMES names, if any:
-// lane, subtest, seconds waiting for its build, deploying, judging, failed.
+// write appends the rows kept so far to the file LABCTL_HONESTY_TIMES
+// names, if any: lane (0, -1, …: TestHonestyOperatorless's streams),
+// subtest, seconds waiting for its build, deploying, judging, failed.
 func (tt *timeTable) write(t *testing.T) {
 	path := os.Getenv("LABCTL_HONESTY_TIMES")
 	if path == "" {
@@ -123,11 +127,15 @@ func (tt *timeTable) write(t *testing.T) {
 	}
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
+	if len(tt.rows) == 0 {
+		return
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err == nil {
 		_, err = fmt.Fprintln(f, strings.Join(tt.rows, "\n"))
 		err = errors.Join(err, f.Close())
 	}
+	tt.rows = nil // written: the next test writes its own
 	if err != nil {
 		t.Logf("LABCTL_HONESTY_TIMES: %v", err)
 	}
