@@ -270,10 +270,11 @@ const raceRetries = 5
 // conflict right after a read) says nothing and runs again, up to
 // raceRetries times, and without fail-fast: the spec that loses the race
 // (an operator that m keeps failing writes its object all the time) need
-// not be the one that would notice m, and the others then still run. A run that failed or was stopped before the
-// operator even tried what m refuses (a loaded machine: the Database not
-// yet Ready when the limit came) says nothing either: it runs again with
-// twice the time, once. Undecided says why no run told, when none did.
+// not be the one that would notice m, and the others then still run. A
+// run that failed or was stopped before the operator even tried what m
+// refuses (a loaded machine: the Database not yet Ready when the limit
+// came) says nothing either: it runs again with twice the time, once.
+// Undecided says why no run told, when none did.
 func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, undecided string, err error) {
 	lost, widened := 0, false
 	for {

@@ -46,9 +46,9 @@ var (
 	ranSpecs = regexp.MustCompile(`Ran (\d+) of \d+ Specs?`)
 	failSpec = regexp.MustCompile(`^\s*\[FAIL\] (.+?)(\s+\[[A-Za-z]+\])?$`)
 	coverage = regexp.MustCompile(`coverage: ([0-9.]+)% of statements`)
-	// specEnd heads Ginkgo's report of a spec (or suite node) that did not
-	// pass: "• [FAILED] [2.387 seconds]", "[BeforeSuite] [PANICKED] [...]".
-	specEnd = regexp.MustCompile(`\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED|ABORTED)\]( DURING REPETITION #\d+)? \[[0-9.]+ seconds\]$`)
+	// failedSpecHeader heads Ginkgo's report of a spec (or suite node)
+	// that did not pass: "• [FAILED] [2.387 seconds]", "[BeforeSuite] [PANICKED] [...]".
+	failedSpecHeader = regexp.MustCompile(`\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED|ABORTED)\]( DURING REPETITION #\d+)? \[[0-9.]+ seconds\]$`)
 	// Ginkgo colours its report unless told not to.
 	ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 )
@@ -131,7 +131,7 @@ func (r *TestRun) Failures() []string {
 		inSpec, found := false, false
 		for _, l := range r.Output[name] {
 			switch {
-			case specEnd.MatchString(strings.TrimSpace(l)):
+			case failedSpecHeader.MatchString(strings.TrimSpace(l)):
 				if inSpec {
 					texts = append(texts, strings.Join(block, "\n"))
 				}

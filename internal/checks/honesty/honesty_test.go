@@ -547,14 +547,8 @@ func TestHonestyOperatorless(t *testing.T) {
 	// envtest starting, an Eventually running out against a mutant), so a
 	// second stream fills the first's idle time (the reference alone:
 	// 181 s of CPU in 250 s).
-	n := max(*operatorlessStreams, 1)
-	streams := make([][]judged, n)
-	streams[0] = first
-	for i, j := range rest {
-		streams[(i+1)%n] = append(streams[(i+1)%n], j)
-	}
 	var wg sync.WaitGroup
-	for i, stream := range streams {
+	for i, stream := range deal(first, rest, *operatorlessStreams) {
 		slot := 2**lanes + i
 		wg.Go(func() {
 			for _, j := range stream {

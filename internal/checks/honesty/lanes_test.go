@@ -38,9 +38,9 @@ type subtest struct {
 
 // deal gives the first lane first, then deals rest out to n lanes in turn,
 // starting with the second lane (the first has first to run).
-func deal(first, rest []subtest, n int) [][]subtest {
+func deal[T any](first, rest []T, n int) [][]T {
 	n = max(n, 1)
-	out := make([][]subtest, n)
+	out := make([][]T, n)
 	out[0] = append(out[0], first...)
 	for i, st := range rest {
 		l := (i + 1) % n
