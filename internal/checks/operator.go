@@ -280,7 +280,7 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	start := time.Now()
-	stderr, err := runGo(ctx, gobuild.Command{Dir: dir, Args: []string{"list", "-export", "-p", "1", "./..."}})
+	stderr, err := runGo(ctx, gobuild.Command{Dir: dir, Args: []string{"list", "-export", "-p", "1", "./..."}, Yield: true})
 	var exit *exec.ExitError
 	switch {
 	case errors.Is(err, errNoGo):
@@ -339,9 +339,11 @@ func goHere(ctx context.Context, c gobuild.Command) (string, error) {
 	}
 	err = cmd.Start()
 	if err == nil {
-		// The cluster it is checked against keeps its share of the CPU; the
-		// compilers the build starts inherit the priority.
-		proc.Renice(cmd.Process.Pid, 10)
+		if c.Yield {
+			// The cluster it is checked against keeps its share of the
+			// CPU; the compilers the build starts inherit the priority.
+			proc.Renice(cmd.Process.Pid, 10)
+		}
 		err = cmd.Wait()
 	}
 	return stderr.String(), err

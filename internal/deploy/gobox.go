@@ -31,8 +31,9 @@ type BoxedGo struct {
 	Box *sandbox.Box
 	// Go is the go command (default "go").
 	Go string
-	// Nice, when positive, lowers its priority (a build beside a cluster
-	// under test).
+	// Nice, when positive, lowers the priority of the commands that only
+	// compile (gobuild.Command.Yield: a build beside a cluster under
+	// test); tests run at the box's normal priority.
 	Nice int
 }
 
@@ -72,7 +73,9 @@ func (g BoxedGo) run(ctx context.Context, t *toolchain, c gobuild.Command) (stde
 		binds = append(binds, sandbox.Bind{Src: d, Dst: d, Writable: true})
 	}
 	spec := box.Spec(c.Dir, append(env, c.Env...), binds...)
-	spec.Nice = g.Nice
+	if c.Yield {
+		spec.Nice = g.Nice
+	}
 	gocache := filepath.Join(box.Home(), ".cache", "go-build")
 	if t.GOCACHE != "" && fileExists(t.GOCACHE) && sandbox.OverlaySupported() {
 		ov, dst, release, err := box.GoCache(t.GOCACHE)

@@ -63,4 +63,12 @@ type Command struct {
 	// Stdout receives what go writes on its standard output (nil drops
 	// it: go test -json's events, go list's packages).
 	Stdout io.Writer
+	// Yield: the command only compiles (go list -export, go test -c), so
+	// it may run at a lowered priority and leave the cluster under test
+	// beside it its share of the CPU. A command that runs tests never
+	// yields: their own waits (an Eventually's window, envtest's start)
+	// judge the verdict, and at a lowered priority any other load on the
+	// machine would take nearly all of their CPU (nice 10 weighs a tenth
+	// of a normal process).
+	Yield bool
 }

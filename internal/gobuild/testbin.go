@@ -40,6 +40,7 @@ const ginkgoImport = "github.com/onsi/ginkgo/v2"
 // not compile the returned run says so (BuildFailed, BuildOutput) and no
 // binary is returned; an error means go could not run.
 func CompileTests(ctx context.Context, run Runner, base Command, patterns, flags []string, out string) ([]TestBinary, *TestRun, error) {
+	base.Yield = true // it only compiles
 	var listed bytes.Buffer
 	c := base
 	c.Args = append(append([]string{"list", "-json=ImportPath,Dir,TestGoFiles,XTestGoFiles,TestImports,XTestImports"}, flags...), patterns...)
