@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -217,17 +218,44 @@ func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams
 	expected := "go test " + strings.Join(p.Packages, " ") + " fails (or is still waiting after " + roundDur(catchLimit(b.took)) + ") against each mutant of the deployed operator"
 	var survived, excused []string
 	caught := 0
-	for _, m := range p.Mutants {
+	// Among the mutants' runs, in an order chosen afresh, a control: the
+	// tests once more with no mutant alive, invoked as every other run.
+	// Tests that fail it fail whatever the operator does (a name their
+	// first run left taken; a suite that counts its runs), so their
+	// failing against a mutant tells nothing about it.
+	const control = -1
+	order := []int{control}
+	for i := range p.Mutants {
+		order = append(order, i)
+	}
+	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for _, i := range order {
+		var m *operatorMutant
+		name := "control"
+		if i != control {
+			m, name = &p.Mutants[i], p.Mutants[i].Name
+		}
 		r, fired, evs, undecided, err := decideMutant(ctx, c, s, m, catchLimit(b.took))
 		switch {
 		case err != nil:
-			return errorf("mutant %s: %v", m.Name, oneLine(err))
+			return errorf("mutant %s: %v", name, oneLine(err))
 		case r.err != nil:
 			return testsUnavailable(r.err)
+		case undecided != "" && m == nil:
+			out := errorf("%s: whether they can tell a mutant cannot be told", undecided)
+			out.Observed = testsFailed(r.run, "").Observed
+			return out
 		case undecided != "":
 			out := errorf("%s: whether they catch it cannot be told", undecided)
 			out.Observed = testsFailed(r.run, "").Observed
 			return out
+		case m == nil && r.failed():
+			out := testsFailed(r.run, expected)
+			out.Message = fmt.Sprintf("the tests passed against the operator as deployed, then failed when run once more with no mutant alive (%s): tests whose outcome depends on the runs before them (a fixed name that a run leaves taken: give each Database a unique name, and delete it) cannot tell a mutant",
+				strings.TrimPrefix(out.Message, "the project's own tests fail: "))
+			return out
+		case m == nil:
+			continue
 		}
 		failed := r.failed()
 		switch {
@@ -265,20 +293,23 @@ func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams
 // lifecycle spec loses it about one run in three.
 const raceRetries = 5
 
-// decideMutant runs the tests against m until a run says something about
-// it. A run that failed on the tests' own lost race with the operator (a
-// conflict right after a read) says nothing and runs again, up to
-// raceRetries times, and without fail-fast: the spec that loses the race
-// (an operator that m keeps failing writes its object all the time) need
-// not be the one that would notice m, and the others then still run. A
-// run that failed or was stopped before the operator even tried what m
+// decideMutant runs the tests against m (nil: the control, no mutant
+// alive) until a run says something about it. A run that failed on the
+// tests' own lost race with the operator (a conflict right after a read)
+// says nothing and runs again, up to raceRetries times. A mutant's run
+// that failed or was stopped before the operator even tried what m
 // refuses (a loaded machine: the Database not yet Ready when the limit
-// came) says nothing either: it runs again with twice the time, once.
-// Undecided says why no run told, when none did.
-func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, undecided string, err error) {
+// came), or a control run stopped at the limit, says nothing either: it
+// runs again with twice the time, once. Undecided says why no run told,
+// when none did.
+func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m *operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, undecided string, err error) {
 	lost, widened := 0, false
+	what := "with no mutant alive"
+	if m != nil {
+		what = "against the mutant that " + m.Doc
+	}
 	for {
-		r, fired, evs, err = runOperatorMutant(ctx, c, s, m, limit, lost == 0)
+		r, fired, evs, err = runOperatorMutant(ctx, c, s, m, limit)
 		if err != nil || r.err != nil || !r.failed() {
 			return r, fired, evs, "", err
 		}
@@ -286,34 +317,40 @@ func decideMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMu
 		switch {
 		case r.lostRace():
 			if lost == raceRetries {
-				return r, fired, evs, fmt.Sprintf("the tests failed against the mutant that %s in %[3]d runs, each time on their own write refused with a conflict (409): %[2]s", m.Doc, strings.Join(r.conflicts, "; "), lost+1), nil
+				return r, fired, evs, fmt.Sprintf("the tests failed %s in %[3]d runs, each time on their own write refused with a conflict (409): %[2]s", what, strings.Join(r.conflicts, "; "), lost+1), nil
 			}
 			lost++
-		case fired:
+		case fired || m == nil && !r.stalled:
 			return r, fired, evs, "", nil
+		case widened && m == nil:
+			return r, fired, evs, fmt.Sprintf("the tests were still running %s after %s, twice", what, roundDur(limit)), nil
 		case widened:
-			return r, fired, evs, fmt.Sprintf("the tests failed against the mutant that %s before the operator even tried what it refuses, twice (the second time with %s)", m.Doc, roundDur(limit)), nil
+			return r, fired, evs, fmt.Sprintf("the tests failed %s before the operator even tried what it refuses, twice (the second time with %s)", what, roundDur(limit)), nil
 		default:
 			limit, widened = 2*limit, true
 		}
 	}
 }
 
-// runOperatorMutant makes m alive, runs the tests within limit (stopping
-// at the first failure when failFast), and takes m away; fired says the
-// operator did try what m refused.
-func runOperatorMutant(ctx context.Context, c *Context, s *clusterSuite, m operatorMutant, limit time.Duration, failFast bool) (r suiteRun, fired bool, evs []AuditEvent, err error) {
-	pol, err := installMutantPolicy(ctx, c, m)
-	if err != nil {
-		return suiteRun{}, false, nil, err
+// runOperatorMutant makes m alive (nil: none), runs the tests within
+// limit, and takes m away; fired says the operator did try what m
+// refused.
+func runOperatorMutant(ctx context.Context, c *Context, s *clusterSuite, m *operatorMutant, limit time.Duration) (r suiteRun, fired bool, evs []AuditEvent, err error) {
+	var pol *mutantPolicy
+	if m != nil {
+		if pol, err = installMutantPolicy(ctx, c, *m); err != nil {
+			return suiteRun{}, false, nil, err
+		}
 	}
-	r = s.run(ctx, c, limit, failFast)
+	r = s.run(ctx, c, limit)
 	// Taken away even when the run's context ended (Ctrl-C): a policy
 	// left behind would refuse the operator's writes for good.
 	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := pol.remove(rmCtx, c); err != nil {
-		return r, false, nil, err
+	if pol != nil {
+		if err := pol.remove(rmCtx, c); err != nil {
+			return r, false, nil, err
+		}
 	}
 	evs, err = c.syncAudit(ctx)
 	if err != nil {
@@ -322,7 +359,7 @@ func runOperatorMutant(ctx context.Context, c *Context, s *clusterSuite, m opera
 	// What a stopped run left behind would keep the operator busy
 	// through the next one.
 	s.removeLeftovers(rmCtx, c, evs, r.start)
-	fired = slices.ContainsFunc(evs, func(ev AuditEvent) bool {
+	fired = pol != nil && slices.ContainsFunc(evs, func(ev AuditEvent) bool {
 		return ev.By(c.Operator().Identity) && !ev.RequestReceivedTimestamp.Before(r.start) && ev.Code() == 403 &&
 			ev.ResponseStatus != nil && strings.Contains(ev.ResponseStatus.Message, pol.name)
 	})

@@ -89,6 +89,8 @@ type clusterSuite struct {
 	kubeconfig string
 	read       []string
 	skip       string
+	// binTimeout is every run's -test.timeout: the same for all (see run).
+	binTimeout time.Duration
 	err        error
 }
 
@@ -96,7 +98,7 @@ type clusterSuite struct {
 // per run.
 func prepareClusterSuite(ctx context.Context, c *Context, p *clusterTestsParams) *clusterSuite {
 	return c.run.once("cluster-tests suite "+p.key(c), func() any {
-		s := &clusterSuite{skip: p.Skip}
+		s := &clusterSuite{skip: p.Skip, binTimeout: c.Timeout + 15*time.Second}
 		binDir, err := c.run.scratchDir("labctl-cluster-tests-")
 		if err != nil {
 			s.err = err
@@ -288,9 +290,11 @@ func (s *clusterSuite) readConflicts(ctx context.Context, c *Context, r *suiteRu
 }
 
 // run runs every package's tests once, as the tests' identity, within
-// limit (0: the check's timeout). With failFast each binary stops at its
-// first failure, and the run at the first package that fails.
-func (s *clusterSuite) run(ctx context.Context, c *Context, limit time.Duration, failFast bool) suiteRun {
+// limit (0: the check's timeout). Every run is invoked alike (the
+// baseline, the control, each mutant's; no fail-fast, one -test.timeout):
+// tests that could tell one run from another by their own command line
+// could pass the baseline and fail the others, whatever the operator did.
+func (s *clusterSuite) run(ctx context.Context, c *Context, limit time.Duration) suiteRun {
 	outer := testLimit(ctx, c)
 	if limit == 0 || limit > outer {
 		limit = outer
@@ -300,17 +304,11 @@ func (s *clusterSuite) run(ctx context.Context, c *Context, limit time.Duration,
 	defer cancel()
 	var stdout bytes.Buffer
 	for _, bin := range s.bins {
-		// The binary's own timeout, a little after labctl's: a box whose
-		// processes outlive their cancelled command still ends.
-		flags := []string{"-test.timeout=" + (limit + 15*time.Second).String()}
+		// The binary's own timeout, after labctl's: a box whose processes
+		// outlive their cancelled command still ends.
+		flags := []string{"-test.timeout=" + s.binTimeout.String()}
 		if bin.Ginkgo && s.skip != "" {
 			flags = append(flags, "-ginkgo.skip="+s.skip)
-		}
-		if failFast {
-			flags = append(flags, "-test.failfast")
-			if bin.Ginkgo {
-				flags = append(flags, "-ginkgo.fail-fast")
-			}
 		}
 		// The tests reach the cluster through KUBECONFIG alone: no
 		// in-cluster configuration, no home directory's.
@@ -323,9 +321,6 @@ func (s *clusterSuite) run(ctx context.Context, c *Context, limit time.Duration,
 		}
 		if err := testRunError(runCtx, err, limit); err != nil {
 			r.err = err
-			break
-		}
-		if err != nil && failFast {
 			break
 		}
 	}
@@ -342,11 +337,11 @@ func (s *clusterSuite) run(ctx context.Context, c *Context, limit time.Duration,
 // lose every time (a copy read long before the update) fail.
 func (s *clusterSuite) baseline(ctx context.Context, c *Context, p *clusterTestsParams) suiteRun {
 	return c.run.once("cluster-tests baseline "+p.key(c), func() any {
-		r := s.run(ctx, c, 0, false)
+		r := s.run(ctx, c, 0)
 		s.readConflicts(ctx, c, &r)
 		first := r.conflicts
 		for lost := 1; r.lostRace() && lost <= raceRetries; lost++ {
-			r = s.run(ctx, c, 0, false)
+			r = s.run(ctx, c, 0)
 			r.firstConflicts, r.lost = first, lost
 			s.readConflicts(ctx, c, &r)
 		}

@@ -99,11 +99,12 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// the controller does (it changes from run to run, or it looks at its
 	// run rather than at the controller), so its failing tells no mutant
 	// apart: it is left out of what catches one, and the step is judged on
-	// the tests that held. The control runs every test (no fail-fast), so
-	// all of those are known. One control serves every step of a
-	// verification that tests the same build: the first such step runs it
-	// among its mutants, the others read it (a run is the costly part of
-	// the lab). Two runs at a time: a run is mostly one process (envtest's
+	// the tests that held. It is invoked as the mutants' runs are (with
+	// fail-fast when they have it): a suite that could tell it from them
+	// by its own command line could fail only theirs. One control serves
+	// every step of a verification that tests the same build: the first
+	// such step runs it among its mutants, the others read it (a run is
+	// the costly part of the lab). Two runs at a time: a run is mostly one process (envtest's
 	// kube-apiserver, then the suite) and the machine has two cores.
 	const control = ""
 	shared, ours := c.run.control("tests-catch control " + build.key)
@@ -124,7 +125,7 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			run, err := build.run(ctx, c, name, failFast && name != control)
+			run, err := build.run(ctx, c, name, failFast)
 			mu.Lock()
 			runs[name] = baselineRun{run, err}
 			mu.Unlock()
@@ -136,7 +137,7 @@ func runTestsCatch(ctx context.Context, c *Context, p *testsCatchParams) Outcome
 	// runs once more, alone.
 	for _, name := range batch {
 		if r := runs[name]; r.err == nil && !r.run.Ran() {
-			run, err := build.run(ctx, c, name, failFast && name != control)
+			run, err := build.run(ctx, c, name, failFast)
 			runs[name] = baselineRun{run, err}
 		}
 	}

@@ -272,10 +272,11 @@ var mutants = []struct {
 	{"test-service-eventually-true", "lab-6.2", []string{"4.1"}},
 	{"test-finalizer-skipped", "lab-6.2", []string{"3.2"}},
 	{"test-notfound-result-only", "lab-6.2", []string{"3.1"}},
-	// Cheats: specs that tell labctl's runs apart by their environment,
-	// not by what the controller does.
+	// Cheats: specs that tell labctl's runs apart by their environment or
+	// their command line, not by what the controller does.
 	{"test-fails-on-mutant-variable", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1", "5.1"}},
 	{"test-fails-unlike-first-run", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1"}},
+	{"test-fails-on-fail-fast", "lab-6.2", []string{"1.1", "2.1", "3.1", "3.2", "4.1"}},
 	// Lab 6.1: the suite without the project's CRDs; the scaffold spec
 	// failing for the student's own reason, or beside a spec of theirs
 	// that fails; coverage.out that is not a profile of the controller.
@@ -302,6 +303,9 @@ var mutants = []struct {
 	// suite fails however often it runs, and gates 2.1.
 	{"integration-stale-update", "lab-6.3", []string{"2.1", "4.1"}},
 	{"integration-stale-list-update", "lab-6.3", []string{"2.1", "4.1"}},
+	// Fixed names, one never deleted: the first run passes, the others
+	// fail whatever the operator does, so the control run fails too.
+	{"integration-fixed-name", "lab-6.3", []string{"2.1"}},
 	// The workflow, read from the files alone (only its task is run).
 	{"workflow-loads-other-image", "lab-6.3", []string{"5.1"}},
 	{"workflow-loads-into-default-cluster", "lab-6.3", []string{"5.1"}},
@@ -336,11 +340,13 @@ var diagnoses = map[string]struct{ task, says string }{
 	"test-notfound-result-only":       {"3.1", "returns an error when the Database it is asked to reconcile does not exist"},
 	"test-fails-on-mutant-variable":   {"5.1", "is not run by a grader's mutant"},
 	"test-fails-unlike-first-run":     {"3.2", "when run again beside its mutants"},
+	"test-fails-on-fail-fast":         {"3.2", "nothing they check notices it"},
 	"integration-scale-not-awaited":   {"2.1", "never scales the StatefulSet"},
 	"integration-delete-not-awaited":  {"2.1", "never removes its finalizer"},
 	"integration-scheme-unregistered": {"1.3", "does not know the type"},
 	"integration-stale-update":        {"4.1", "in all 6 runs the API server refused with a conflict (409) the tests' own update of databases"},
 	"integration-stale-list-update":   {"4.1", "in all 6 runs the API server refused with a conflict (409) the tests' own update of databases"},
+	"integration-fixed-name":          {"2.1", "then failed when run once more with no mutant alive"},
 	// What the API said, not only that a test failed.
 	"suite-crds-from-config-crd": {"4.1", "the project's own tests fail"},
 	"coverage-go-test-output":    {"4.2", "is not a Go cover profile"},
