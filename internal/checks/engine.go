@@ -107,7 +107,12 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 			return nil, err
 		}
 	}
+	actx, stopFollowing := context.WithCancel(ctx)
+	if needsNamespace {
+		r.startActivity(actx)
+	}
 	results := r.runScenarios(ctx, scenarios)
+	stopFollowing()
 	if needsNamespace {
 		r.leaveNamespace(ctx, rep)
 	}
@@ -290,6 +295,9 @@ type run struct {
 	// measured from writeRTT.
 	stretch  float64
 	writeRTT time.Duration
+	// activity follows what the operator works on in the namespace, for
+	// the waits (nil: plain waits).
+	activity *activity
 
 	projOnce sync.Once
 	proj     *goProject

@@ -33,7 +33,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 	case len(e.Eventually) > 0:
 		want := DescribeAssertions(e.Eventually)
 		var observed string
-		last, err := r.waitFollowing(ctx, gvr, ref.Name, timeout, e.Progress, func(u *unstructured.Unstructured) (bool, error) {
+		last, err := r.waitFollowing(ctx, gvr, ref.Name, timeout, e.Progress, 0, func(u *unstructured.Unstructured) (bool, error) {
 			ok, obs := EvalAssertions(u, e.Eventually)
 			observed = obs
 			return ok, nil
@@ -89,7 +89,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		if !ok {
 			return Outcome{Status: report.Error, Message: fmt.Sprintf("no step deleted %s before this one (lab definition error)", ref)}
 		}
-		last, err := r.waitFor(ctx, gvr, ref.Name, timeout, func(u *unstructured.Unstructured) (bool, error) {
+		last, err := r.waitFollowing(ctx, gvr, ref.Name, timeout, e.Progress, recreateCeiling, func(u *unstructured.Unstructured) (bool, error) {
 			return u != nil && u.GetUID() != old && u.GetDeletionTimestamp() == nil, nil
 		})
 		if err == nil {
@@ -103,12 +103,12 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		if last != nil && last.GetUID() == old {
 			observed = "the deleted object is still there (UID " + string(old) + "), being deleted"
 		}
-		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: timed out after %s waiting for it to be re-created; last seen: %s", ref, roundDur(timeout), observed),
-			Expected: fmt.Sprintf("%s with a new UID within %s (an operator that watches it reacts that fast)", ref, roundDur(timeout)),
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s: %s waiting for it to be re-created; last seen: %s", ref, oneLine(err), observed),
+			Expected: ref.String() + " with a new UID as soon as the operator's worker is free (an operator that watches it is woken by the delete)",
 			Observed: observed, Object: last, Related: related}
 
 	case e.Absent:
-		last, err := r.waitFor(ctx, gvr, ref.Name, timeout, kube.Gone)
+		last, err := r.waitFollowing(ctx, gvr, ref.Name, timeout, e.Progress, 0, kube.Gone)
 		if err == nil {
 			return Outcome{Status: report.Pass, Message: fmt.Sprintf("%s is gone (after %s)", ref, since()), Related: related}
 		}
@@ -131,7 +131,7 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 				observed += fmt.Sprintf(", deletion pending on finalizers %v", last.GetFinalizers())
 			}
 		}
-		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s still exists after %s", ref, roundDur(timeout)),
+		return Outcome{Status: report.Fail, Message: fmt.Sprintf("%s still exists: %s", ref, oneLine(err)),
 			Expected: ref.String() + " deleted", Observed: observed, Object: last, Related: related}
 	}
 	return Outcome{Status: report.Error, Message: "expect step without a mode"}

@@ -223,7 +223,7 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			return r.settle(ctx, gvr, step.Wait.Ref.Name, r.stretched(q.For(r.profile)), r.timeout(step))
 		}
 		var observed string
-		last, err := r.waitFollowing(ctx, gvr, step.Wait.Ref.Name, r.timeout(step), step.Wait.Progress, func(u *unstructured.Unstructured) (bool, error) {
+		last, err := r.waitFollowing(ctx, gvr, step.Wait.Ref.Name, r.timeout(step), step.Wait.Progress, 0, func(u *unstructured.Unstructured) (bool, error) {
 			ok, obs := EvalAssertions(u, step.Wait.Eventually)
 			observed = obs
 			return ok, nil
@@ -248,6 +248,7 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			s.forgetPremises(gvr, "")
 			for _, item := range list.Items {
 				s.setDeleted(labs.Ref{Kind: step.Delete.All, Name: item.GetName()}, item.GetUID())
+				r.deletingOurselves(item.GetUID())
 				err := r.dyn.Resource(gvr).Namespace(r.ns).Delete(ctx, item.GetName(), metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)})
 				if err != nil && !apierrors.IsNotFound(err) {
 					return err
@@ -269,6 +270,7 @@ func (s *scenario) act(ctx context.Context, step *labs.Step) error {
 			return err
 		}
 		s.setDeleted(ref, obj.GetUID())
+		r.deletingOurselves(obj.GetUID())
 		s.forgetPremises(gvr, ref.Name)
 		return res.Delete(ctx, ref.Name, metav1.DeleteOptions{
 			Preconditions:     &metav1.Preconditions{UID: ptrTo(obj.GetUID())},

@@ -204,6 +204,9 @@ func (l *Lab) Validate() error {
 	if l.Defaults.For.Local <= 0 || l.Defaults.For.Kind <= 0 {
 		add("defaults.for needs local and kind durations")
 	}
+	if p := l.Defaults.Progress; p != nil {
+		l.validateProgressSpec(p, "defaults", add)
+	}
 	tasks := map[string]bool{}
 	for _, t := range l.Tasks {
 		if tasks[t.ID] {
@@ -389,15 +392,20 @@ func (l *Lab) validateStep(st *Step, at string, add func(string, ...any)) {
 }
 
 func (l *Lab) validateProgress(e *Expect, at string, add func(string, ...any)) {
-	p := e.Progress
-	if p == nil {
+	if e.Progress == nil {
 		return
 	}
-	if len(e.Eventually) == 0 {
-		add("%s: progress belongs to eventually", at)
+	if len(e.Consistently) > 0 {
+		add("%s: progress belongs to a wait, not to consistently", at)
 	}
-	if _, err := l.ResolveKind(strings.ToLower(p.Kind)); err != nil {
-		add("%s: progress: %v", at, err)
+	l.validateProgressSpec(e.Progress, at, add)
+}
+
+func (l *Lab) validateProgressSpec(p *Progress, at string, add func(string, ...any)) {
+	if p.Kind != "" {
+		if _, err := l.ResolveKind(strings.ToLower(p.Kind)); err != nil {
+			add("%s: progress: %v", at, err)
+		}
 	}
 	if p.Idle.Local <= 0 || p.Idle.Kind <= 0 || p.Each.Local <= 0 || p.Each.Kind <= 0 {
 		add("%s: progress needs idle and each for both profiles", at)

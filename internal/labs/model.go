@@ -122,6 +122,10 @@ type Defaults struct {
 	// For is how long "consistently" watches.
 	// +required
 	For Timeout `json:"for,omitempty"`
+	// Progress is how every wait for the operator (eventually, recreated,
+	// absent) follows its progress past its timeout; without it labctl's
+	// own idle and each (local 5s and 2s, kind 30s and 20s) apply.
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // Task is one numbered task of the lab text (or "cleanup").
@@ -286,8 +290,8 @@ type Expect struct {
 	// Quiet (wait steps only): wait until the object has not changed for
 	// this long, so that the operator has finished reacting to it.
 	Quiet *Timeout `json:"quiet,omitempty"`
-	// Progress (eventually only) lets the wait follow the operator instead
-	// of a fixed window: see Progress.
+	// Progress overrides the lab's defaults.progress for this wait (not
+	// for consistently, which is a window, not a wait).
 	Progress *Progress `json:"progress,omitempty"`
 	// OnTimeout "continue" (wait steps only) is for a wait whose later steps
 	// do not need what it waited for (it only gives the operator a chance
@@ -319,15 +323,19 @@ type Stuck struct {
 	Why Text `json:"why"`
 }
 
-// Progress keeps an eventually wait going past its timeout while the
-// operator is visibly working: some object of Kind in the run's namespace
-// changed its status within the last Idle. One worker reconciles objects
-// created together in turn, so what a step may take grows with how many
-// there are: the wait ends at the latest after its timeout plus Each per
-// object of Kind in the namespace when it starts. A pass still ends as
-// soon as the assertions hold; only a failure takes longer.
+// Progress keeps a wait for the operator going past its timeout while the
+// operator is visibly working: some object in the run's namespace of the
+// lab's kinds, or of a kind a step refers to (or Kind), was changed by
+// someone other than labctl within the last Idle. One worker reconciles
+// objects created together in turn, so what a step may take grows with how
+// many there are: the wait ends at the latest after its timeout plus Each
+// per object of the lab's kinds in the namespace. A pass still ends as
+// soon as the assertions hold; only a failure takes longer. A wait for a
+// deleted object to come back never takes more than 45s: an operator that
+// does not watch it would bring it back at its next periodic requeue.
 type Progress struct {
-	Kind string  `json:"kind"`
+	// Kind is one more kind to follow.
+	Kind string  `json:"kind,omitempty"`
 	Idle Timeout `json:"idle"`
 	Each Timeout `json:"each"`
 }
