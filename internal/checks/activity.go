@@ -41,7 +41,9 @@ var defaultProgress = labs.Progress{
 // busy the operator is: an operator that does not watch the object brings
 // it back at its next periodic requeue, and a minute is the shortest such
 // period the course's mistakes use. A watching operator, even with a
-// queue of other objects before it, is much faster.
+// queue of other objects before it, is much faster. A step whose own
+// timeout (as stretched) is longer keeps it: the ceiling never shortens
+// a wait below its timeout.
 const recreateCeiling = 45 * time.Second
 
 // notFollowed are kinds whose changes say nothing about the operator's

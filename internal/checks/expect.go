@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -117,9 +118,13 @@ func (s *scenario) expect(ctx context.Context, e *labs.Expect, timeout time.Dura
 		}
 		if last != nil && last.GetDeletionTimestamp() == nil {
 			if owner, ok := r.danglingController(ctx, last); ok {
+				waited := timeout
+				if wt := (*waitTimeout)(nil); errors.As(err, &wt) {
+					waited = wt.waited
+				}
 				return Outcome{Status: report.Pass, Related: related,
 					Message: fmt.Sprintf("%s is owned (controller reference) by %s, which is deleted: the garbage collector removes it", ref, owner),
-					Notes:   []string{fmt.Sprintf("not yet deleted after %s: the cluster's garbage collector learns about a newly installed CRD within 30s", roundDur(timeout))}}
+					Notes:   []string{fmt.Sprintf("not yet deleted after %s: the cluster's garbage collector learns about a newly installed CRD within 30s", roundDur(waited))}}
 			}
 		}
 		observed := ref.String() + " still exists"

@@ -49,13 +49,7 @@ func (r *run) waitUntil(ctx context.Context, gvr schema.GroupVersionResource, na
 		idle = r.stretched(p.Idle.For(r.profile))
 		each := r.stretched(p.Each.For(r.profile))
 		limit = func() time.Time {
-			// The object waited for is work too, in a lab of no kinds of
-			// its own.
-			most := timeout + time.Duration(max(1, prog.workloadSize()))*each
-			if ceiling > 0 {
-				most = min(most, max(timeout, ceiling))
-			}
-			return start.Add(most)
+			return start.Add(progressCap(timeout, prog.workloadSize(), each, ceiling))
 		}
 	}
 	// A plain wait ends at its timeout; one that follows progress ends at
@@ -150,6 +144,18 @@ func (r *run) progressSpec(own *labs.Progress) labs.Progress {
 	return defaultProgress
 }
 
+// progressCap is the most a wait that follows progress may take: its
+// timeout plus each per object of the lab's kinds in the namespace (the
+// object waited for is work too, in a lab of no kinds of its own); a
+// ceiling > 0 bounds it, but never below the timeout.
+func progressCap(timeout time.Duration, workload int, each, ceiling time.Duration) time.Duration {
+	most := timeout + time.Duration(max(1, workload))*each
+	if ceiling > 0 {
+		most = min(most, max(timeout, ceiling))
+	}
+	return most
+}
+
 // progressDeadline is when a wait that started at start ends: at its
 // timeout, or later while the operator's last progress is recent (within
 // idle), but never past limit.
@@ -199,7 +205,11 @@ func (t *waitTimeout) Error() string {
 	case t.changes == 0:
 		msg += fmt.Sprintf(" (none of the operator's %s changed meanwhile)", t.following)
 	default:
-		msg += fmt.Sprintf(" (%d changes to the operator's %s meanwhile, the last %s before the end)", t.changes, t.following, roundDur(t.quietFor))
+		changes := fmt.Sprintf("%d changes", t.changes)
+		if t.changes == 1 {
+			changes = "1 change"
+		}
+		msg += fmt.Sprintf(" (%s to the operator's %s meanwhile, the last %s before the end)", changes, t.following, roundDur(t.quietFor))
 	}
 	return msg
 }

@@ -38,6 +38,25 @@ func TestProgressDeadline(t *testing.T) {
 
 // A timed-out wait is a timeout to errors.Is and says how long it waited
 // and what the operator did meanwhile.
+func TestProgressCap(t *testing.T) {
+	for _, c := range []struct {
+		name                   string
+		timeout, each, ceiling time.Duration
+		workload               int
+		want                   time.Duration
+	}{
+		{"each object is work", 6 * time.Second, 2 * time.Second, 0, 15, 36 * time.Second},
+		{"no objects: the one waited for", 6 * time.Second, 2 * time.Second, 0, 0, 8 * time.Second},
+		{"the ceiling bounds it", 6 * time.Second, 2 * time.Second, recreateCeiling, 50, recreateCeiling},
+		{"below the ceiling it does not", 6 * time.Second, 2 * time.Second, recreateCeiling, 3, 12 * time.Second},
+		{"never below the timeout", time.Minute, 20 * time.Second, recreateCeiling, 4, time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, progressCap(c.timeout, c.workload, c.each, c.ceiling))
+		})
+	}
+}
+
 func TestWaitTimeoutSaysWhatHappened(t *testing.T) {
 	plain := &waitTimeout{waited: 6 * time.Second, timeout: 6 * time.Second}
 	assert.True(t, errors.Is(plain, context.DeadlineExceeded))

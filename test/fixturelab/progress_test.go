@@ -100,7 +100,7 @@ func TestWaitsFollowTheOperatorsProgress(t *testing.T) {
 		{"stops halfway", 2, false, false, "changes to the operator's configmaps meanwhile", 8 * time.Second},
 		// A new namespace may get its kube-root-ca.crt from the controller
 		// manager while the wait runs: that is somebody working too.
-		{"does nothing", 0, false, false, "meanwhile", 8 * time.Second},
+		{"does nothing", 0, false, false, `(none of the operator's configmaps changed|1 change to the operator's configmaps) meanwhile`, 8 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestWaitsFollowTheOperatorsProgress(t *testing.T) {
 				return
 			}
 			assert.Equal(t, report.Fail, check.Status, check.Message)
-			assert.Contains(t, check.Message, c.says)
+			assert.Regexp(t, c.says, check.Message)
 			assert.Less(t, took, c.atMost, "the wait ends soon after the operator stops, not at its 21 s cap")
 		})
 	}
