@@ -86,7 +86,7 @@ func runProvokeConflict(ctx context.Context, c *Context, p *conflictParams) Outc
 	}
 	ns := c.Namespace()
 	sts := c.Dynamic().Resource(stsGVR).Namespace(ns)
-	if _, err := c.WaitFor(ctx, stsGVR, p.StatefulSet.Name, c.Timeout, kube.Exists); err != nil {
+	if _, err := c.WaitFollowing(ctx, stsGVR, p.StatefulSet.Name, c.Timeout, kube.Exists); err != nil {
 		return errorf("%s is needed to provoke a conflict, and the operator did not create it: %v", p.StatefulSet, oneLine(err))
 	}
 	start := time.Now()
@@ -191,6 +191,8 @@ func runProvokeConflict(ctx context.Context, c *Context, p *conflictParams) Outc
 		return errorf("%v", err)
 	}
 	stopWriters()
+	// A fixed window: an operator that only converges at its next requeue
+	// after the conflict lost the update (see per above).
 	final, finalErr := c.WaitFor(ctx, stsGVR, p.StatefulSet.Name, per, imageIs(last))
 
 	ops, err := operatorWrites()

@@ -216,6 +216,13 @@ func (t *waitTimeout) Error() string {
 
 func (t *waitTimeout) Unwrap() error { return context.DeadlineExceeded }
 
+// WaitFollowing is waitFollowing for Go checks, with the lab's progress
+// rules: for what the operator must do (a window of its own, not one a
+// check sets for a race it provokes).
+func (c *Context) WaitFollowing(ctx context.Context, gvr schema.GroupVersionResource, name string, timeout time.Duration, cond kube.Condition) (*unstructured.Unstructured, error) {
+	return c.run.waitFollowing(ctx, gvr, name, timeout, nil, 0, cond)
+}
+
 // WaitFor is waitFor for Go checks.
 func (c *Context) WaitFor(ctx context.Context, gvr schema.GroupVersionResource, name string, timeout time.Duration, cond kube.Condition) (*unstructured.Unstructured, error) {
 	return c.run.waitFor(ctx, gvr, name, timeout, cond)
