@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -185,4 +186,41 @@ func TestTestBinariesInBox(t *testing.T) {
 	require.Error(t, err)
 	run := gobuild.ParseTestEvents(stdout.Bytes())
 	assert.Equal(t, []string{"example.com/built/a TestMutant"}, run.Failed)
+}
+
+// A dependency whose export file the go command named as "" is its build
+// cache's fault, not the project's: the check compiles once more, and a
+// second such failure costs nothing. A real compile error still fails.
+func TestBuildCheckRetriesAnEmptyExportFile(t *testing.T) {
+	exitErr := exec.Command("false").Run()
+	require.Error(t, exitErr)
+	const cacheGlitch = "# example.com/x/internal/controller\ninternal/controller/backup_controller.go:44:2: could not import sigs.k8s.io/controller-runtime/pkg/handler (open : no such file or directory)\n"
+	dir := t.TempDir()
+	writeModule(t, dir, map[string]string{"ok/ok.go": compiles})
+	for _, c := range []struct {
+		name    string
+		replies []string // stderr per run; "" passes
+		want    report.Result
+		runs    int
+	}{
+		{"once: passes on the second run", []string{cacheGlitch, ""}, report.Pass, 2},
+		{"twice: not the project's", []string{cacheGlitch, cacheGlitch}, report.Error, 2},
+		{"a compile error after it fails", []string{cacheGlitch, "broken/broken.go:3:31: cannot use \"forty-two\"\n"}, report.Fail, 2},
+		{"a compile error is not retried", []string{"broken/broken.go:3:31: cannot use \"forty-two\"\n"}, report.Fail, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runs := 0
+			runGo := func(context.Context, gobuild.Command) (string, error) {
+				reply := c.replies[runs]
+				runs++
+				if reply == "" {
+					return "", nil
+				}
+				return reply, exitErr
+			}
+			out := runBuild(context.Background(), buildContext(dir, runGo), nil)
+			assert.Equal(t, c.want, out.Status, out.Message)
+			assert.Equal(t, c.runs, runs)
+		})
+	}
 }

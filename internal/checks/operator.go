@@ -280,8 +280,18 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	start := time.Now()
-	stderr, err := runGo(ctx, gobuild.Command{Dir: dir, Args: []string{"list", "-export", "-p", "1", "./..."}, Yield: true})
+	list := gobuild.Command{Dir: dir, Args: []string{"list", "-export", "-p", "1", "./..."}, Yield: true}
+	stderr, err := runGo(ctx, list)
 	var exit *exec.ExitError
+	if errors.As(err, &exit) && emptyExport.MatchString(stderr) {
+		// The go command handed the compiler no export file for a
+		// dependency: its build cache, not the project (seen when another
+		// go command filled the same cache at the same time). Once more;
+		// twice is the toolchain's problem, which costs the project nothing.
+		if stderr, err = runGo(ctx, list); errors.As(err, &exit) && emptyExport.MatchString(stderr) {
+			return errorf("the go command's build cache gave the compiler no export data (%s), twice: a toolchain problem, not the project's; run `go clean -cache` and verify again", emptyExport.FindString(stderr))
+		}
+	}
 	switch {
 	case errors.Is(err, errNoGo):
 		return skip("the Go toolchain is not installed, so the project cannot be built here")
@@ -297,6 +307,10 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 	}
 	return pass("every package of the project compiles (%s)", roundDur(time.Since(start)))
 }
+
+// emptyExport is the compiler's error for a dependency whose export file
+// the go command named as "" (golang/go#73368).
+var emptyExport = regexp.MustCompile(`could not import \S+ \(open : no such file or directory\)`)
 
 // errNoGo: there is no go command on PATH.
 var errNoGo = errors.New("the go command is not on PATH")
