@@ -20,12 +20,12 @@ import (
 // should be split by it (see docs/architecture.md).
 const maxLines = 500
 
-// labctl's own Go code stays in files of at most maxLines lines; tests and
-// generated files are exempt. The reference operators (operator/,
-// hello-world-operator/) are not walked: they are the course's kubebuilder
-// projects, and the honesty suite's patches are diffs against their files.
+// labctl's own Go code and the reference operators' stay in files of at
+// most maxLines lines; tests and generated files are exempt. (Splitting a
+// reference file means re-cutting the honesty suite's patches that touch
+// it: they are diffs against its files.)
 func TestNoLongFiles(t *testing.T) {
-	for _, dir := range []string{"cmd", "internal", "hack", "test"} {
+	for _, dir := range []string{"cmd", "internal", "hack", "test", "operator", "hello-world-operator"} {
 		root := filepath.Join("..", "..", dir)
 		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
