@@ -209,43 +209,71 @@ func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams
 		return skip("the tests do not pass against the operator as deployed, so what they catch cannot be told")
 	}
 	expected := "go test " + strings.Join(p.Packages, " ") + " fails (or is still waiting after " + roundDur(catchLimit(b.took)) + ") against each mutant of the deployed operator"
-	var survived, excused []string
-	caught := 0
 	// Among the mutants' runs, in an order chosen afresh, a control: the
 	// tests once more with no mutant alive, invoked as every other run.
 	// Tests that fail it fail whatever the operator does (a name their
 	// first run left taken; a suite that counts its runs), so their
 	// failing against a mutant tells nothing about it.
-	const control = -1
-	order := []int{control}
+	order := []int{controlRun}
 	for i := range p.Mutants {
 		order = append(order, i)
 	}
 	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return judgeMutants(p.Mutants, order, expected, func(m *operatorMutant) mutantRun {
+		var mr mutantRun
+		mr.r, mr.fired, mr.evs, mr.undecided, mr.err = decideMutant(ctx, c, s, m, catchLimit(b.took))
+		mr.excused = m != nil && !mr.r.failed() && m.excuses(mr.evs, s.user, mr.r.start)
+		return mr
+	})
+}
+
+// controlRun stands for the control in an order of mutant runs.
+const controlRun = -1
+
+// mutantRun is what decideMutant told of one mutant (nil: the control),
+// and whether the course's own check excuses a run that passed.
+type mutantRun struct {
+	r         suiteRun
+	fired     bool
+	evs       []AuditEvent
+	undecided string
+	err       error
+	excused   bool
+}
+
+// judgeMutants runs the mutants (and the control, controlRun) in order
+// and judges the tests by what the runs told. The verdict does not depend
+// on the order: a control that fails decides it whenever it runs (it is
+// run at once when a mutant's runs cannot tell), and what survived is
+// listed in the mutants' own order.
+func judgeMutants(mutants []operatorMutant, order []int, expected string, run func(*operatorMutant) mutantRun) Outcome {
 	controlDone := false
 	// runControl: the control's verdict, or ok when it passed.
 	runControl := func() (Outcome, bool) {
 		controlDone = true
-		r, _, _, undecided, err := decideMutant(ctx, c, s, nil, catchLimit(b.took))
+		mr := run(nil)
 		switch {
-		case err != nil:
-			return errorf("mutant control: %v", oneLine(err)), false
-		case r.err != nil:
-			return testsUnavailable(r.err), false
-		case undecided != "":
-			out := errorf("%s: whether they can tell a mutant cannot be told", undecided)
-			out.Observed = testsFailed(r.run, "").Observed
+		case mr.err != nil:
+			return errorf("mutant control: %v", oneLine(mr.err)), false
+		case mr.r.err != nil:
+			return testsUnavailable(mr.r.err), false
+		case mr.undecided != "":
+			out := errorf("%s: whether they can tell a mutant cannot be told", mr.undecided)
+			out.Observed = testsFailed(mr.r.run, "").Observed
 			return out, false
-		case r.failed():
-			out := testsFailed(r.run, expected)
+		case mr.r.failed():
+			out := testsFailed(mr.r.run, expected)
 			out.Message = fmt.Sprintf("the tests passed against the operator as deployed, then failed when run once more with no mutant alive (%s): tests whose outcome depends on the runs before them (a fixed name that a run leaves taken: give each Database a unique name, and delete it) cannot tell a mutant",
 				strings.TrimPrefix(out.Message, "the project's own tests fail: "))
 			return out, false
 		}
 		return Outcome{}, true
 	}
+	survived := make([]string, len(mutants))
+	excused := make([]string, len(mutants))
+	caught := 0
 	for _, i := range order {
-		if i == control {
+		if i == controlRun {
 			if controlDone {
 				continue
 			}
@@ -254,53 +282,54 @@ func runClusterTestsCatch(ctx context.Context, c *Context, p *clusterCatchParams
 			}
 			continue
 		}
-		m := &p.Mutants[i]
-		r, fired, evs, undecided, err := decideMutant(ctx, c, s, m, catchLimit(b.took))
+		m := &mutants[i]
+		mr := run(m)
 		switch {
-		case err != nil:
-			return errorf("mutant %s: %v", m.Name, oneLine(err))
-		case r.err != nil:
-			return testsUnavailable(r.err)
-		case undecided != "":
+		case mr.err != nil:
+			return errorf("mutant %s: %v", m.Name, oneLine(mr.err))
+		case mr.r.err != nil:
+			return testsUnavailable(mr.r.err)
+		case mr.undecided != "":
 			// Tests that failed before the operator even tried what the
 			// mutant refuses may fail whatever the operator does: the
-			// control, run now if it has not run yet, tells which. Either
-			// way the verdict does not depend on the order drawn.
+			// control, run now if it has not run yet, tells which.
 			if !controlDone {
 				if out, ok := runControl(); !ok {
 					return out
 				}
 			}
-			out := errorf("%s: whether they catch it cannot be told", undecided)
-			out.Observed = testsFailed(r.run, "").Observed
+			out := errorf("%s: whether they catch it cannot be told", mr.undecided)
+			out.Observed = testsFailed(mr.r.run, "").Observed
 			return out
 		}
-		failed := r.failed()
+		failed := mr.r.failed()
 		switch {
-		case failed && fired:
+		case failed && mr.fired:
 			caught++
-		case !failed && m.excuses(evs, s.user, r.start):
-			excused = append(excused, m.Excuse.Why)
-		case !fired:
-			survived = append(survived, "an operator that "+m.Doc+" (the tests never made it do that)")
+		case mr.excused:
+			excused[i] = m.Excuse.Why
+		case !mr.fired:
+			survived[i] = "an operator that " + m.Doc + " (the tests never made it do that)"
 		default:
-			survived = append(survived, "an operator that "+m.Doc)
+			survived[i] = "an operator that " + m.Doc
 		}
 	}
+	survived = slices.DeleteFunc(survived, func(s string) bool { return s == "" })
+	excused = slices.DeleteFunc(excused, func(s string) bool { return s == "" })
 	if len(survived) > 0 {
 		out := fail("the tests pass against %s: nothing they check notices it", strings.Join(survived, "; and against "))
 		out.Expected = expected
-		out.Observed = fmt.Sprintf("%d of %d mutant(s) caught", caught, len(p.Mutants))
+		out.Observed = fmt.Sprintf("%d of %d mutant(s) caught", caught, len(mutants))
 		return out
 	}
-	docs := make([]string, len(p.Mutants))
-	for i, m := range p.Mutants {
+	docs := make([]string, len(mutants))
+	for i, m := range mutants {
 		docs[i] = m.Doc
 	}
-	out = pass("the tests fail against each of %d mutant(s) of the deployed operator: one that %s", len(p.Mutants), strings.Join(docs, "; one that "))
+	out := pass("the tests fail against each of %d mutant(s) of the deployed operator: one that %s", len(mutants), strings.Join(docs, "; one that "))
 	if len(excused) > 0 {
-		out = Outcome{Status: report.Warn, Expected: expected, Observed: fmt.Sprintf("%d of %d mutant(s) caught", caught, len(p.Mutants)),
-			Message: fmt.Sprintf("the tests catch %d of %d mutant(s) of the deployed operator; the others only through the course's own check: %s", caught, len(p.Mutants), strings.Join(excused, "; "))}
+		out = Outcome{Status: report.Warn, Expected: expected, Observed: fmt.Sprintf("%d of %d mutant(s) caught", caught, len(mutants)),
+			Message: fmt.Sprintf("the tests catch %d of %d mutant(s) of the deployed operator; the others only through the course's own check: %s", caught, len(mutants), strings.Join(excused, "; "))}
 	}
 	return out
 }
