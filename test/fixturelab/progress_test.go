@@ -81,7 +81,7 @@ func slowOperator(ctx context.Context, ns string, steps int, finish bool) {
 // A wait goes on past its timeout while the operator keeps changing
 // things, and ends soon after it stops: a slow operator that gets there
 // passes, one that stops halfway fails long before the cap, and one that
-// does nothing fails at the timeout.
+// does nothing fails at the timeout; one busy forever fails at the cap.
 func TestWaitsFollowTheOperatorsProgress(t *testing.T) {
 	if env == nil {
 		t.Skip("needs the local cluster (not in -short)")
@@ -95,12 +95,17 @@ func TestWaitsFollowTheOperatorsProgress(t *testing.T) {
 		pass   bool
 		says   string
 		atMost time.Duration
+		// atLeast: a wait that ends at its cap, not before.
+		atLeast time.Duration
 	}{
-		{"slow but working", 7, true, true, "", 0},
-		{"stops halfway", 2, false, false, "changes to the operator's configmaps meanwhile", 8 * time.Second},
+		{"slow but working", 7, true, true, "", 0, 0},
+		{"stops halfway", 2, false, false, "changes to the operator's configmaps meanwhile", 8 * time.Second, 0},
 		// A new namespace may get its kube-root-ca.crt from the controller
 		// manager while the wait runs: that is somebody working too.
-		{"does nothing", 0, false, false, `(none of the operator's configmaps changed|1 change to the operator's configmaps) meanwhile`, 8 * time.Second},
+		{"does nothing", 0, false, false, `(none of the operator's configmaps changed|1 change to the operator's configmaps) meanwhile`, 8 * time.Second, 0},
+		// Busy forever and never done (a status that changes on every
+		// reconcile): following its progress ends at the cap, 1 s + 20 s.
+		{"busy forever", 100, false, false, `the most this step may take: .* while the operator's configmaps kept changing`, 25 * time.Second, 20 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,7 +125,8 @@ func TestWaitsFollowTheOperatorsProgress(t *testing.T) {
 			}
 			assert.Equal(t, report.Fail, check.Status, check.Message)
 			assert.Regexp(t, c.says, check.Message)
-			assert.Less(t, took, c.atMost, "the wait ends soon after the operator stops, not at its 21 s cap")
+			assert.Less(t, took, c.atMost, "the wait ends soon after the operator stops, and at its 21 s cap at the latest")
+			assert.GreaterOrEqual(t, took, c.atLeast)
 		})
 	}
 }
