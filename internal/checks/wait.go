@@ -133,7 +133,7 @@ func (r *run) waitUntil(ctx context.Context, gvr schema.GroupVersionResource, na
 }
 
 // progressSpec is the idle and each a wait follows progress with: its
-// own, else the lab's, else the engine's.
+// own, else the lab's, else labctl's (defaultProgress).
 func (r *run) progressSpec(own *labs.Progress) labs.Progress {
 	switch {
 	case own != nil:
