@@ -287,9 +287,11 @@ func runBuild(ctx context.Context, c *Context, _ any) Outcome {
 		// The go command handed the compiler no export file for a
 		// dependency: its build cache, not the project (seen when another
 		// go command filled the same cache at the same time). Once more;
-		// twice is the toolchain's problem, which costs the project nothing.
+		// twice is the toolchain's problem: the check could not run, which
+		// costs the project nothing (skipped, not an error: grade.Score
+		// charges errors).
 		if stderr, err = runGo(ctx, list); errors.As(err, &exit) && emptyExport.MatchString(stderr) {
-			return errorf("the go command's build cache gave the compiler no export data (%s), twice: a toolchain problem, not the project's; run `go clean -cache` and verify again", emptyExport.FindString(stderr))
+			return skip("the go command's build cache gave the compiler no export data (%s), twice: a toolchain problem, not the project's; run `go clean -cache` and verify again", emptyExport.FindString(stderr))
 		}
 	}
 	switch {
