@@ -23,7 +23,7 @@ const maxErrorLines = 3
 
 // notRun starts the message of a check that did not run because a step
 // before it failed: it carries no evidence of its own.
-const notRun = "not run: "
+const notRun = report.NotRun
 
 // klogError matches a klog line at error level (client-go's reflector
 // reports a refused list or watch that way: E1201 07:03:21.123 ...).

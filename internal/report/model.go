@@ -195,6 +195,25 @@ func TaskStatus(checks []*CheckResult) Result {
 	return Pass
 }
 
+// Undecided are the checks that could not decide for a reason of their
+// own: in error, not merely "not run" behind a step that failed. Their
+// task is not judged; a grader measures again rather than charge it.
+func (r *Report) Undecided() []*CheckResult {
+	var out []*CheckResult
+	for _, t := range r.Tasks {
+		for _, c := range t.Checks {
+			if c.Status == Error && !strings.HasPrefix(c.Message, NotRun) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// NotRun begins the message of a check that did not run because a step
+// or gate before it failed (the checks package writes it).
+const NotRun = "not run: "
+
 // Headline is the check that says why a task did not pass: its first
 // failed check, else the first that could not decide for a reason of its
 // own (not one that never ran because a gate before it failed: that
@@ -209,7 +228,7 @@ func (t *Task) Headline() *CheckResult {
 			if anyError == nil {
 				anyError = c
 			}
-			if firstError == nil && !strings.HasPrefix(c.Message, "not run: ") {
+			if firstError == nil && !strings.HasPrefix(c.Message, NotRun) {
 				firstError = c
 			}
 		}

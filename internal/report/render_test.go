@@ -164,6 +164,29 @@ func TestTaskHeadline(t *testing.T) {
 	require.Nil(t, task.Headline())
 }
 
+// The checks that could not decide are those in error for a reason of
+// their own, not those that never ran behind a failed step.
+func TestUndecided(t *testing.T) {
+	r := &Report{Tasks: []*Task{
+		{ID: "1", Checks: []*CheckResult{
+			{ID: "a", Status: Pass},
+			{ID: "b", Status: Error, Message: NotRun + "step 2 (apply Database db) failed"},
+			{ID: "c", Status: Error, Message: "the API refused the dry run"},
+		}},
+		{ID: "2", Checks: []*CheckResult{
+			{ID: "d", Status: Fail, Message: "not run: is also how a failure may begin"},
+			{ID: "e", Status: Skipped, Message: NotRun + "gate 1 failed"},
+			{ID: "f", Status: Error, Message: "watching db: connection refused"},
+		}},
+	}}
+	var ids []string
+	for _, c := range r.Undecided() {
+		ids = append(ids, c.ID)
+	}
+	require.Equal(t, []string{"c", "f"}, ids)
+	require.Empty(t, (&Report{}).Undecided())
+}
+
 // With several operators on one cluster, the report says which it judged:
 // its identity and its project, in the table and in JSON.
 func TestReportNamesTheOperatorJudged(t *testing.T) {
