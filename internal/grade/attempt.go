@@ -21,6 +21,7 @@ import (
 	"github.com/labctl/labctl/internal/report"
 	"github.com/labctl/labctl/internal/sandbox"
 	"github.com/labctl/labctl/internal/userr"
+	labverify "github.com/labctl/labctl/internal/verify"
 )
 
 // attempt is one submission's grading: its result so far and the ways it
@@ -187,11 +188,50 @@ func (a *attempt) deploy(ctx context.Context, c *cluster.Cluster, p *deploy.Proj
 	return running, nil
 }
 
-// verify runs the lab's checks against the cluster and scores them.
+// verify runs the lab's checks against the cluster and scores them. Checks
+// that could not decide are measured again (verify.Measure).
 func (a *attempt) verify(ctx context.Context, c *cluster.Cluster, p *deploy.Project, op *operator.Operator, box *sandbox.Box) *report.GradedSubmission {
-	g, sub, res := a.g, a.sub, a.res
-	g.stages.set(sub.Student, "verifying", fmt.Sprintf("0/%d checks", g.checks))
+	res := a.res
 	t := time.Now()
+	rep, note, err := labverify.Measure(ctx, func(ctx context.Context) (*report.Report, error) {
+		return a.runChecks(ctx, c, p, op, box)
+	})
+	a.phase("verify", t)
+	if op != nil && op.Logs != nil {
+		if b, lerr := op.Logs(context.WithoutCancel(ctx)); lerr == nil {
+			a.g.out.saveLog(a.sub.Student, "manager.log", b)
+		}
+	}
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return a.stopped("verifying")
+		}
+		return a.failWith(report.OutcomeError, fmt.Errorf("verification could not run: %w", err))
+	}
+	if a.parent.Err() != nil {
+		return nil
+	}
+	res.Report = rep
+	res.Tasks, res.Score = Score(a.g.o.Lab, rep, a.g.o.Credit)
+	if ctx.Err() != nil {
+		res.Outcome = report.OutcomeTimeout
+		res.Message = fmt.Sprintf("the time limit of %s ended grading while verifying", a.g.o.Timeout)
+	}
+	if op != nil && op.Restarts != nil {
+		if n, _ := op.Restarts(context.WithoutCancel(ctx)); n > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("the manager restarted %d time(s) during grading", n))
+		}
+	}
+	return a.finish()
+}
+
+// runChecks runs the lab's checks once, showing their progress.
+func (a *attempt) runChecks(ctx context.Context, c *cluster.Cluster, p *deploy.Project, op *operator.Operator, box *sandbox.Box) (*report.Report, error) {
+	g, sub := a.g, a.sub
+	g.stages.set(sub.Student, "verifying", fmt.Sprintf("0/%d checks", g.checks))
 	var mu sync.Mutex
 	done := 0
 	// The build check compiles every package, those the manager does not
@@ -200,7 +240,7 @@ func (a *attempt) verify(ctx context.Context, c *cluster.Cluster, p *deploy.Proj
 	if box != nil {
 		runGo = deploy.BoxedGo{Box: box, Go: g.o.Go, Nice: 10}.Run
 	}
-	rep, err := g.o.Verify(ctx, checks.Options{
+	return g.o.Verify(ctx, checks.Options{
 		Lab:        g.o.Lab,
 		Cluster:    c,
 		Operator:   op,
@@ -216,33 +256,6 @@ func (a *attempt) verify(ctx context.Context, c *cluster.Cluster, p *deploy.Proj
 			g.stages.detail(sub.Student, fmt.Sprintf("%d/%d checks", n, g.checks))
 		},
 	})
-	a.phase("verify", t)
-	if op != nil && op.Logs != nil {
-		if b, lerr := op.Logs(context.WithoutCancel(ctx)); lerr == nil {
-			g.out.saveLog(sub.Student, "manager.log", b)
-		}
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return a.stopped("verifying")
-		}
-		return a.failWith(report.OutcomeError, fmt.Errorf("verification could not run: %w", err))
-	}
-	if a.parent.Err() != nil {
-		return nil
-	}
-	res.Report = rep
-	res.Tasks, res.Score = Score(g.o.Lab, rep, g.o.Credit)
-	if ctx.Err() != nil {
-		res.Outcome = report.OutcomeTimeout
-		res.Message = fmt.Sprintf("the time limit of %s ended grading while verifying", g.o.Timeout)
-	}
-	if op != nil && op.Restarts != nil {
-		if n, _ := op.Restarts(context.WithoutCancel(ctx)); n > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("the manager restarted %d time(s) during grading", n))
-		}
-	}
-	return a.finish()
 }
 
 // maxSubmissionBytes bounds a submission's private copy.

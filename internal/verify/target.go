@@ -2,7 +2,8 @@
 // project directory and the operator running in the cluster. `labctl
 // verify` and the honesty suite resolve it through this one path, so the
 // fallbacks (--project, the operator's own project, the current
-// directory) are written once.
+// directory) are written once. Measure is how a grade (labctl grade, -o
+// classroom) runs the checks: what could not be decided is measured again.
 package verify
 
 import (

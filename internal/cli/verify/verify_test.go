@@ -115,3 +115,34 @@ func TestClassroomOutput(t *testing.T) {
 	assert.Equal(t, text.String(), errOut.String())
 	assert.Contains(t, errOut.String(), "hint: read the docs")
 }
+
+// For a grade (-o classroom), checks that could not decide run once more,
+// as labctl grade runs them, and stderr says so; a student's own verify
+// shows what it found at once.
+func TestClassroomMeasuresAgainWhatCouldNotDecide(t *testing.T) {
+	undecided := &report.Report{Tasks: []*report.Task{{ID: "2.1", Checks: []*report.CheckResult{
+		{ID: "a", Tasks: []string{"2.1"}, Status: report.Error, Message: "watching db: connection refused"}}}}}
+	decided := &report.Report{Tasks: []*report.Task{{ID: "2.1", Checks: []*report.CheckResult{
+		{ID: "a", Tasks: []string{"2.1"}, Status: report.Pass}}}}}
+	for _, output := range []string{classroom.Format, "table"} {
+		s, _, errOut := iostreams.Test(false)
+		o := &Options{f: &cmdutil.Factory{IOStreams: s}, Output: output}
+		runs := 0
+		rep, err := o.measure(context.Background(), func(context.Context) (*report.Report, error) {
+			runs++
+			if runs == 1 {
+				return undecided, nil
+			}
+			return decided, nil
+		})
+		require.NoError(t, err)
+		if output == classroom.Format {
+			assert.Same(t, decided, rep)
+			assert.Equal(t, "verified a second time: the first verification could not decide task 2.1\n", errOut.String())
+			continue
+		}
+		assert.Same(t, undecided, rep)
+		assert.Equal(t, 1, runs)
+		assert.Empty(t, errOut.String())
+	}
+}
