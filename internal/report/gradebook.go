@@ -193,7 +193,10 @@ func WriteGradebookJSON(w io.Writer, g *Gradebook) error {
 }
 
 // WriteGradebookCSV writes gradebook.csv: student, total, max, then one
-// column per task (its ID) holding the points earned.
+// column per task (its ID) holding the points earned. A submission labctl
+// could not grade (OutcomeError: the grader's failure, not the student's
+// score) has empty cells, not zeros: a spreadsheet or LMS that imports the
+// file records no grade rather than 0.
 func WriteGradebookCSV(w io.Writer, g *Gradebook) error {
 	cw := csv.NewWriter(w)
 	head := []string{"student", "total", "max"}
@@ -208,6 +211,10 @@ func WriteGradebookCSV(w io.Writer, g *Gradebook) error {
 		for _, t := range g.Tasks {
 			ts, _ := s.Task(t.ID)
 			row = append(row, FormatPoints(ts.Score))
+		}
+		if s.Outcome == OutcomeError {
+			row[1] = ""
+			clear(row[3:])
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -79,6 +79,12 @@ func TestGradebookCSV(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, report.WriteGradebookCSV(&b, gb))
 	require.Equal(t, "student,total,max,1.1,3.1,9.9\n'=cmd,2.35,20,2.35,0,0\nalice,5,20,5,0,0\n", b.String())
+
+	// Not graded (the grader failed): no grade, not a zero.
+	gb.Put(&report.GradedSubmission{Student: "bob", Outcome: report.OutcomeError, Message: "its cluster did not start"})
+	b.Reset()
+	require.NoError(t, report.WriteGradebookCSV(&b, gb))
+	require.Contains(t, b.String(), "\nbob,,20,,,\n")
 }
 
 func TestGradebookJUnit(t *testing.T) {

@@ -74,22 +74,25 @@ grades https://github.com/ORG/PREFIX-USERNAME for every linked student; or
 --classroom-repos FILE lists the repositories, one URL per line, the student
 id being the name after PREFIX-.
 
-Points per task come from the lab. A task earns its points when every check of
-it that ran passed (as labctl verify decides the task; a skipped check, one that
-could not run here, neither earns nor costs points; a task with checks a
+Points per task come from the lab. A task earns its points when every check
+of it that ran passed (as labctl verify decides the task; a skipped check, one
+that could not run here, neither earns nor costs points; a task with checks a
 failed gate stopped is not judged and earns nothing, the mistake being charged
-to the gate's own task), so a submission gets credit
-for each task it solved; --credit checks gives partial credit inside a task
-instead (the share of its checks that ran and passed, nothing when a gate check
-failed). Tasks
-marked hidden count but are withheld from the students' feedback unless
---reveal-hidden.
+to the gate's own task), so a submission gets credit for each task it solved;
+--credit checks gives partial credit inside a task instead (the share of its
+checks that ran and passed, nothing when a gate check failed). A verification
+with checks that could not decide (an API call failed them) is no
+measurement: the checks run once more, time permitting, and the second
+verification stands. Tasks marked hidden count but are withheld from the
+students' feedback unless --reveal-hidden.
 
-Written to --out: gradebook.csv (student, total, max, one column per task),
-feedback/<student>.md, results.json, junit.xml, report.html (the class at a
-glance: one self-contained page to open in a browser or attach to a mail;
---open opens it) and logs/<student>/. Grading a student again replaces only
-that student's row.`,
+Written to --out: gradebook.csv (student, total, max, one column per task;
+empty cells, not zeros, for a submission labctl could not grade: its failure,
+retried once, is never the student's score), feedback/<student>.md,
+results.json, junit.xml, report.html (the class at a glance: one
+self-contained page to open in a browser or attach to a mail; --open opens
+it) and logs/<student>/. Grading a student again replaces only that
+student's row.`,
 		Example: `  labctl grade lab-8.2 submissions/*
   labctl grade lab-8.2 --roster roster.csv --jobs 2 --out grades/lab-8.2
   labctl grade lab-8.2 --roster roster.csv alice      # re-grade one student
