@@ -33,6 +33,7 @@ var update = flag.Bool("update", false, "rewrite testdata/grade/expected-gradebo
 func TestMain(m *testing.M) {
 	supervise.MaybeRun() // RunLocal re-executes this binary as the managers' supervisor
 	maybeAttackBox()     // a box of the attack tests (sandbox_test.go)
+	maybeDieAsABox()     // a box of TestGraderFailureIsRetriedOnce
 	grade.MaybeRun()     // and Run as each submission's box
 	ctrllog.SetLogger(logr.Discard())
 	flag.Parse()
