@@ -125,7 +125,7 @@ func (a *attempt) startCluster(ctx context.Context, dir string, log *stepLog) (*
 	g := a.g
 	g.stages.set(a.sub.Student, "cluster", "")
 	t := time.Now()
-	prov := &local.Provider{StateRoot: filepath.Join(dir, "clusters"), TiedToParent: true, Binaries: g.o.Binaries, Operators: deploy.AsProcess{TiedToParent: true}}
+	prov := &local.Provider{StateRoot: clustersDir(dir), TiedToParent: true, Binaries: g.o.Binaries, Operators: deploy.AsProcess{TiedToParent: true}}
 	c, err := prov.Up(ctx, cluster.UpOptions{Name: clusterName, Streams: log.streams(), SkipKubeconfigMerge: true, BinDir: g.o.BinDir})
 	a.phase("cluster", t)
 	return c, prov, err
@@ -278,6 +278,10 @@ func (g *grader) newBox(ctx context.Context, dir, student, project string) (*san
 	}
 	return box, nil
 }
+
+// clustersDir is where a submission's cluster keeps its state, under its
+// work directory dir.
+func clustersDir(dir string) string { return filepath.Join(dir, "clusters") }
 
 // clusterName names every submission's cluster (each under its own state
 // root).

@@ -2,6 +2,7 @@ package grade_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,9 +20,10 @@ import (
 )
 
 // boxDiesEnvVar makes the boxes of TestGraderFailureIsRetriedOnce die
-// before they grade, as a box whose disk filled or whose cluster could not
-// start would: "always", or "once:FILE" (the first box creates FILE and
-// dies, the next grades).
+// before they grade, as a box whose disk filled would: "always", or
+// "once:FILE" (the first box creates FILE and dies, the next grades), or
+// "once-midway:FILE" (the same, the first leaving its cluster's state
+// half-written, as a box that died while starting it would).
 const boxDiesEnvVar = "LABCTL_TEST_BOX_DIES"
 
 // maybeDieAsABox is called first thing in a box (TestMain).
@@ -31,10 +33,24 @@ func maybeDieAsABox() {
 	}
 	mode := os.Getenv(boxDiesEnvVar)
 	marker, once := strings.CutPrefix(mode, "once:")
-	if mode == "always" || once && markFirst(marker) {
-		fmt.Fprintln(os.Stderr, "labctl grade box: no space left on device (the test's own failure)")
-		os.Exit(3)
+	midway, halfway := strings.CutPrefix(mode, "once-midway:")
+	switch {
+	case mode == "always", once && markFirst(marker):
+	case halfway && markFirst(midway):
+		var job struct {
+			Dir string `json:"dir"`
+		}
+		if json.NewDecoder(os.Stdin).Decode(&job) != nil || job.Dir == "" {
+			os.Exit(2)
+		}
+		state := filepath.Join(job.Dir, "clusters", "grade")
+		_ = os.MkdirAll(state, 0o755)
+		_ = os.WriteFile(filepath.Join(state, "state.json"), []byte(`{"name": "gra`), 0o600)
+	default:
+		return
 	}
+	fmt.Fprintln(os.Stderr, "labctl grade box: no space left on device (the test's own failure)")
+	os.Exit(3)
 }
 
 // markFirst creates path and says whether this call did.
@@ -58,6 +74,8 @@ func TestGraderFailureIsRetriedOnce(t *testing.T) {
 
 	for _, tc := range []struct{ name, dies string }{
 		{"once", "once:" + filepath.Join(t.TempDir(), "died")},
+		// The second attempt starts a fresh cluster, not the first's.
+		{"once-midway", "once-midway:" + filepath.Join(t.TempDir(), "died")},
 		{"always", "always"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

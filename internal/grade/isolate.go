@@ -175,6 +175,12 @@ func (g *grader) gradeInBox(ctx context.Context, a *attempt, dir string, box *sa
 		if first == nil {
 			first = errors.New(res.Message)
 		}
+		// The second attempt starts on a fresh cluster: the first box's
+		// (its processes died with its group) may be half-written, and
+		// restarting it would carry the first attempt's objects over.
+		if rerr := os.RemoveAll(clustersDir(dir)); rerr != nil {
+			return a.failWith(report.OutcomeError, fmt.Errorf("the grader failed (not the submission): %w; and clearing its cluster for a second attempt: %w", first, rerr))
+		}
 		res, err = g.startBox(ctx, a, dir, box, bins)
 		if res != nil {
 			res.Notes = append(res.Notes, "graded a second time: the first attempt failed on the grader's side ("+first.Error()+")")

@@ -217,7 +217,7 @@ func stopRun(ctx context.Context, run string) (killed int, problems []string) {
 		if _, err := os.Stat(filepath.Join(studentDir, "sandbox")); err == nil {
 			uid = sandbox.UIDFor(run + "\x00" + e.Name())
 		}
-		prov := &local.Provider{StateRoot: filepath.Join(studentDir, "clusters"), Operators: deploy.AsProcess{}}
+		prov := &local.Provider{StateRoot: clustersDir(studentDir), Operators: deploy.AsProcess{}}
 		n, notes := stopSubmission(ctx, prov, nil, uid)
 		killed += n
 		problems = append(problems, notes...)
