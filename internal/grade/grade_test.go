@@ -103,6 +103,9 @@ func TestGradeClass(t *testing.T) {
 	}
 	require.Equal(t, report.OutcomeGraded, byStudent["reference"].Outcome)
 	require.Regexp(t, `^[0-9a-f]{40}$`, byStudent["reference"].Commit, "a git submission records its commit")
+	// What ran is what labctl built, and the feedback says so.
+	require.Regexp(t, `^built by labctl from the main package of the submission's cmd/main\.go \(sources [0-9a-f]{12}\)$`, byStudent["reference"].Built)
+	require.Contains(t, readFile(t, out, grade.FeedbackDir, "reference.md"), byStudent["reference"].Built)
 	require.Equal(t, report.OutcomeBuildFailed, byStudent["broken-build"].Outcome)
 	require.Contains(t, strings.Join(byStudent["broken-build"].BuildErrors, "\n"), "backup_controller.go")
 	feedback := readFile(t, out, grade.FeedbackDir, "broken-build.md")
