@@ -25,9 +25,9 @@ import (
 // not the API's latency: one worker takes the objects of every scenario in
 // turn, and on a busy machine each of its steps is slower. So every wait
 // that expects the operator to do something follows what it does: a run
-// watches, in its namespace, the lab's own kinds and every kind a step
-// refers to, and a wait goes on past its timeout while something there
-// keeps changing (see progressDeadline). Changes labctl makes itself are
+// watches, in its namespace, the lab's own kinds, every kind a step
+// refers to and the cluster's work on them (pods, claims, Jobs), and a wait
+// goes on past its timeout while something there keeps changing (see progressDeadline). Changes labctl makes itself are
 // not progress: an object it created, a spec it patched, an object it
 // deleted.
 
@@ -50,6 +50,14 @@ const recreateCeiling = 45 * time.Second
 // progress (Events are written by everyone, all the time).
 var notFollowed = map[string]bool{"event": true, "events": true}
 
+// clusterWork are the kinds through which the cluster carries out what
+// an operator asked for: a StatefulSet's pods and claims, a Job's pods. An
+// operator waiting for replicas to become ready changes nothing itself
+// while the scheduler, the volume provisioner and the kubelet (kwok) work
+// through them, one pod after another, on a busy machine for seconds: that
+// is progress toward the goal as much as the operator's own writes.
+var clusterWork = []string{"pod", "persistentvolumeclaim", "job"}
+
 // activity records the changes in the run's namespace to the kinds it
 // follows; it runs from prepareNamespace to the end of the scenarios.
 type activity struct {
@@ -67,10 +75,13 @@ type activity struct {
 	ours map[types.UID]bool
 }
 
-// followedKinds are the lab's kinds and every kind a step refers to, by
-// the names refs use.
+// followedKinds are the lab's kinds, every kind a step refers to, and the
+// cluster's work (clusterWork), by the names refs use.
 func followedKinds(l *labs.Lab) []string {
 	set := map[string]bool{}
+	for _, k := range clusterWork {
+		set[k] = true
+	}
 	for k := range l.Kinds {
 		set[k] = true
 	}

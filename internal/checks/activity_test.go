@@ -66,8 +66,8 @@ func TestActivityCountsOnlyOthersWrites(t *testing.T) {
 	assert.Zero(t, a.changesSince(time.Now().Add(time.Minute)))
 }
 
-// A run follows the lab's kinds and every kind its steps refer to, never
-// Events.
+// A run follows the lab's kinds, every kind its steps refer to and the
+// cluster's work (pods, claims, jobs), never Events.
 func TestFollowedKinds(t *testing.T) {
 	l := &labs.Lab{Kinds: map[string]string{"database": "database.example.com/v1/Database"}}
 	l.Scenarios = []labs.Scenario{{Steps: []labs.Step{
@@ -75,5 +75,5 @@ func TestFollowedKinds(t *testing.T) {
 		{Wait: &labs.Expect{Ref: labs.Ref{Kind: "event", Name: "x"}}},
 		{Delete: &labs.Delete{Ref: labs.Ref{Kind: "secret", Name: "x"}}},
 	}}}
-	assert.Equal(t, []string{"database", "secret", "statefulset"}, followedKinds(l))
+	assert.Equal(t, []string{"database", "job", "persistentvolumeclaim", "pod", "secret", "statefulset"}, followedKinds(l))
 }
