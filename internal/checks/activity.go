@@ -58,13 +58,17 @@ var notFollowed = map[string]bool{"event": true, "events": true}
 // is progress toward the goal as much as the operator's own writes.
 var clusterWork = []string{"pod", "persistentvolumeclaim", "job"}
 
+// workNames name clusterWork's kinds in messages.
+var workNames = map[string]string{"pod": "pods", "persistentvolumeclaim": "claims", "job": "Jobs"}
+
 // activity records the changes in the run's namespace to the kinds it
 // follows; it runs from prepareNamespace to the end of the scenarios.
 type activity struct {
 	// workload are the lab's own kinds: how many objects of them there
 	// are is what one worker has to take in turn.
 	workload map[schema.GroupVersionResource]bool
-	names    []string // the followed resources, for messages
+	names    []string // the followed resources of the lab and its steps, for messages
+	work     []string // the followed resources of clusterWork, for messages
 
 	mu      sync.Mutex
 	seen    map[string]string // resource/name -> status as JSON
@@ -135,7 +139,11 @@ func (r *run) startActivity(ctx context.Context) {
 		if _, own := r.lab.Kinds[kind]; own {
 			a.workload[gvr] = true
 		}
-		a.names = append(a.names, gvr.Resource)
+		if slices.Contains(clusterWork, kind) {
+			a.work = append(a.work, workNames[kind])
+		} else {
+			a.names = append(a.names, gvr.Resource)
+		}
 	}
 	if len(gvrs) == 0 {
 		return
@@ -278,9 +286,17 @@ func (a *activity) changesSince(t time.Time) int {
 	return len(a.changes) - i
 }
 
-// describe names what is followed, for messages: "databases, statefulsets".
+// describe names what is followed, for messages: "the operator's
+// databases, statefulsets and the namespace's pods, claims, Jobs".
 func (a *activity) describe() string {
-	return strings.Join(a.names, ", ")
+	var parts []string
+	if len(a.names) > 0 {
+		parts = append(parts, "the operator's "+strings.Join(a.names, ", "))
+	}
+	if len(a.work) > 0 {
+		parts = append(parts, "the namespace's "+strings.Join(a.work, ", "))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // deletingOurselves tells the followed namespace that labctl deletes the

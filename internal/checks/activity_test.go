@@ -77,3 +77,11 @@ func TestFollowedKinds(t *testing.T) {
 	}}}
 	assert.Equal(t, []string{"database", "job", "persistentvolumeclaim", "pod", "secret", "statefulset"}, followedKinds(l))
 }
+
+// Messages name the operator's kinds apart from the cluster's work.
+func TestActivityDescribe(t *testing.T) {
+	a := &activity{names: []string{"databases", "statefulsets"}, work: []string{"jobs", "claims", "pods"}}
+	assert.Equal(t, "the operator's databases, statefulsets and the namespace's jobs, claims, pods", a.describe())
+	assert.Equal(t, "the namespace's pods", (&activity{work: []string{"pods"}}).describe())
+	assert.Equal(t, "the operator's databases", (&activity{names: []string{"databases"}}).describe())
+}

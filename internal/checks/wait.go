@@ -176,7 +176,7 @@ func progressDeadline(start time.Time, timeout time.Duration, lastChange time.Ti
 type waitTimeout struct {
 	waited    time.Duration
 	timeout   time.Duration
-	following string // what was followed ("" none): "databases, statefulsets"
+	following string // what was followed ("" none): "the operator's databases and the namespace's pods, claims, Jobs"
 	changes   int
 	quietFor  time.Duration // since the last progress (changes > 0)
 	capped    bool          // stopped by the cap while still progressing
@@ -201,15 +201,15 @@ func (t *waitTimeout) Error() string {
 	switch {
 	case t.following == "":
 	case t.capped:
-		msg += fmt.Sprintf(" (the most this step may take: %s while the operator's %s kept changing, %d times)", roundDur(t.waited), t.following, t.changes)
+		msg += fmt.Sprintf(" (the most this step may take: %s while %s kept changing, %d times)", roundDur(t.waited), t.following, t.changes)
 	case t.changes == 0:
-		msg += fmt.Sprintf(" (none of the operator's %s changed meanwhile)", t.following)
+		msg += fmt.Sprintf(" (none of %s changed meanwhile)", t.following)
 	default:
 		changes := fmt.Sprintf("%d changes", t.changes)
 		if t.changes == 1 {
 			changes = "1 change"
 		}
-		msg += fmt.Sprintf(" (%s to the operator's %s meanwhile, the last %s before the end)", changes, t.following, roundDur(t.quietFor))
+		msg += fmt.Sprintf(" (%s to %s meanwhile, the last %s before the end)", changes, t.following, roundDur(t.quietFor))
 	}
 	return msg
 }

@@ -63,13 +63,13 @@ func TestWaitTimeoutSaysWhatHappened(t *testing.T) {
 	assert.True(t, isTimeout(plain))
 	assert.Equal(t, "timed out after 6s", plain.Error())
 
-	idle := &waitTimeout{waited: 6 * time.Second, following: "databases, statefulsets"}
-	assert.Equal(t, "timed out after 6s (none of the operator's databases, statefulsets changed meanwhile)", idle.Error())
+	idle := &waitTimeout{waited: 6 * time.Second, following: "the operator's databases, statefulsets and the namespace's pods, claims, Jobs"}
+	assert.Equal(t, "timed out after 6s (none of the operator's databases, statefulsets and the namespace's pods, claims, Jobs changed meanwhile)", idle.Error())
 
-	slowed := &waitTimeout{waited: 11 * time.Second, following: "databases", changes: 14, quietFor: 3 * time.Second}
+	slowed := &waitTimeout{waited: 11 * time.Second, following: "the operator's databases", changes: 14, quietFor: 3 * time.Second}
 	assert.Equal(t, "timed out after 11s (14 changes to the operator's databases meanwhile, the last 3s before the end)", slowed.Error())
 
-	capped := &waitTimeout{waited: 36 * time.Second, following: "databases", changes: 90, quietFor: 100 * time.Millisecond, capped: true}
+	capped := &waitTimeout{waited: 36 * time.Second, following: "the operator's databases", changes: 90, quietFor: 100 * time.Millisecond, capped: true}
 	assert.Contains(t, capped.Error(), "the most this step may take")
 }
 
